@@ -1,0 +1,42 @@
+# strata — the two commands a new user runs: `make serve` and `make test`.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build models test unit-test fuzz serve bench clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+# Binary at build/strata.
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Test and default models, generated (seeded, deterministic) by the tiny-model writer.
+models: build
+	@./scripts/make-models.sh $(BUILD)
+
+unit-test: build models
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The GGUF parser under libFuzzer with ASan + UBSan, for a bounded time from
+# the committed seed corpus.
+fuzz: deps
+	@./scripts/fuzz.sh $(FUZZ_SECONDS)
+
+test: unit-test fuzz
+
+serve: build models
+	$(BUILD)/strata generate -p "Once upon a time" -n 64
+
+bench: build models
+	@./scripts/bench.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) build-fuzz

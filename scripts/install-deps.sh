@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what strata needs to build, test and benchmark on Debian 12.
+# Idempotent: it installs only what is missing. Run as root (or with sudo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  clang libclang-rt-14-dev
+  libpcre2-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
+  nodejs npm
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: apt-get install ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# npm oracles, pinned exactly in oracle/package.json. node-llama-cpp must not
+# download or build anything: its prebuilt CPU binaries come as a package.
+stamp=oracle/node_modules/.strata-installed
+if [ ! -f "$stamp" ] || [ oracle/package.json -nt "$stamp" ]; then
+  echo "install-deps: npm install (oracle/)"
+  (cd oracle && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --omit=optional --ignore-scripts \
+      --no-audit --no-fund --loglevel=error)
+  touch "$stamp"
+fi

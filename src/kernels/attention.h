@@ -1,0 +1,50 @@
+// Paged causal attention over a KV cache laid out in fixed-size blocks.
+//
+// KV layout per layer: K and V each [num_blocks][block_size][n_kv_heads]
+// [head_dim] in fp16. A sequence's block table maps its logical block i to a
+// physical block id; token position p lives at slot (table[p / block_size],
+// p % block_size).
+//
+// The batch is flat: token t belongs to sequence seq[t] at position pos[t]
+// and attends to positions [0, pos[t]] of that sequence (its own K/V must
+// already be written, see write_kv). Online softmax; the query heads of one
+// KV head group are processed together so each K/V row is read once.
+#pragma once
+
+#include <cstdint>
+
+#include "util/thread_pool.h"
+
+namespace strata {
+
+struct KvLayerView {
+  uint16_t* k = nullptr;  // [num_blocks][block_size][n_kv_heads][head_dim] fp16
+  uint16_t* v = nullptr;
+  int64_t num_blocks = 0;
+  int block_size = 16;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+};
+
+struct AttentionBatch {
+  int64_t n_tokens = 0;
+  const int32_t* pos = nullptr;            // [n_tokens]
+  const int32_t* seq = nullptr;            // [n_tokens] index into block_tables
+  const int32_t* const* block_tables = nullptr;  // [n_seqs] -> physical block ids
+};
+
+// Stores k, v ([n_tokens][n_kv_heads][head_dim] fp32) at the given slots
+// (slot = block * block_size + offset).
+void write_kv(const KvLayerView& kv, const float* k, const float* v, const int32_t* slots,
+              int64_t n_tokens);
+
+// out, q: [n_tokens][n_heads][head_dim]. scale is usually 1/sqrt(head_dim).
+void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch,
+                     int n_heads, float scale, float* out, ThreadPool& pool);
+
+namespace ref {
+void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch,
+                     int n_heads, float scale, float* out);
+}  // namespace ref
+
+}  // namespace strata
