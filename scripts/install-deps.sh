@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   clang libclang-rt-14-dev
-  libpcre2-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libssl-dev
+  libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
   nodejs npm
 )

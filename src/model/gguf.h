@@ -9,6 +9,13 @@
 // file, no overlapping tensors, no duplicate tensor names or metadata keys.
 // Any defect is a Status whose one-line message names the field. Memory used
 // is O(file size). Thread-safety: const methods are safe from any thread.
+//
+// Limits beyond the spec's own: keys <= 65535 bytes and non-empty, tensor
+// names <= 4096 bytes and non-empty, general.alignment an integer power of
+// two <= 1 MiB, bool values 0 or 1, nested arrays rejected. Tensor types must
+// be known to dtype_traits() but need not be supported (is_supported): the
+// model loader decides. Trailing bytes after the last tensor are allowed, and
+// a file without tensors needs no data section.
 #pragma once
 
 #include <cstdint>
@@ -47,19 +54,21 @@ std::string_view gguf_value_type_name(GgufValueType t);
 // strings and arrays are views into the mapping.
 struct GgufValue {
   GgufValueType type = GgufValueType::kUint8;
-  uint64_t u64 = 0;  // unsigned integer types
-  int64_t i64 = 0;   // signed integer types
-  double f64 = 0;    // float types
-  bool b = false;    // kBool
+  uint64_t u64 = 0;      // unsigned integer types
+  int64_t i64 = 0;       // signed integer types
+  double f64 = 0;        // float types
+  bool b = false;        // kBool
   std::string_view str;  // kString
 
   // kArray only:
   GgufValueType elem_type = GgufValueType::kUint8;
   uint64_t count = 0;
-  const uint8_t* elems = nullptr;            // numeric elements, packed little-endian
-  std::vector<std::string_view> strings;     // string elements (elem_type == kString)
+  const uint8_t* elems = nullptr;         // numeric elements, packed little-endian
+  std::vector<std::string_view> strings;  // string elements (elem_type == kString)
 
-  // Numeric element i of a numeric array, converted (i < count).
+  // Numeric element i of a numeric array, converted (i < count). int_at
+  // truncates floats toward zero, saturating out-of-range values (NaN -> 0);
+  // uint64 values above INT64_MAX wrap as two's complement.
   int64_t int_at(uint64_t i) const;
   double float_at(uint64_t i) const;
 };
@@ -78,7 +87,9 @@ struct GgufTensor {
 
 class GgufFile {
  public:
-  // Maps and validates `path`.
+  // Maps and validates `path`. Errors: kNotFound (no such file), kIoError
+  // (cannot open/map), kInvalidArgument (not a regular file, empty, or any
+  // format defect; the message then ends with the path).
   static Result<GgufFile> open(const std::string& path);
   // Validates an in-memory image (used by the fuzzer and tests); the bytes
   // must outlive the returned object.
