@@ -1,6 +1,72 @@
+// strata: command-line entry point. Only this file reads flags.
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
+#include <string>
+
+#include "cli/commands.h"
 
 int main(int argc, char** argv) {
-  std::puts("strata: not yet");
-  return 0;
+  CLI::App app{"strata: an LLM serving engine"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "strata 0.1.0");
+
+  strata::cli::InspectOptions inspect;
+  auto* inspect_cmd = app.add_subcommand("inspect", "Show a GGUF file's metadata and tensors");
+  inspect_cmd->add_option("model", inspect.model_path, "GGUF file")->required();
+  inspect_cmd->add_flag("--all", inspect.show_all_array_elements, "Print every array element");
+
+  strata::cli::TokenizeOptions tok;
+  auto* tok_cmd = app.add_subcommand("tokenize", "Print the token ids of a text");
+  tok_cmd->add_option("-m,--model", tok.model_path, "GGUF file (default: the bundled model)");
+  tok_cmd->add_option("text", tok.text, "Text to tokenize")->required();
+  tok_cmd->add_flag("!--no-bos", tok.add_special, "Do not add BOS/EOS");
+  tok_cmd->add_flag("!--no-parse-special", tok.parse_special,
+                    "Treat special-token text as plain text");
+  tok_cmd->add_flag("--ids", tok.ids_only, "Print only the ids");
+
+  strata::cli::GenerateOptions gen;
+  auto* gen_cmd = app.add_subcommand("generate", "Generate a continuation of a prompt");
+  gen_cmd->add_option("-m,--model", gen.model_path, "GGUF file (default: the bundled model)");
+  gen_cmd->add_option("-p,--prompt", gen.prompt, "Prompt text")->required();
+  gen_cmd->add_option("-n,--max-tokens", gen.max_tokens, "Tokens to generate")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  gen_cmd->add_option("--temperature", gen.temperature, "0 = greedy")
+      ->capture_default_str()->check(CLI::Range(0.0f, 100.0f));
+  gen_cmd->add_option("--top-k", gen.top_k, "0 = off")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  gen_cmd->add_option("--top-p", gen.top_p)->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
+  gen_cmd->add_option("--min-p", gen.min_p)->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
+  gen_cmd->add_option("--repetition-penalty", gen.repetition_penalty)->capture_default_str()
+      ->check(CLI::Range(0.01f, 100.0f));
+  gen_cmd->add_option("--seed", gen.seed)->capture_default_str();
+  gen_cmd->add_option("-t,--threads", gen.num_threads, "0 = all cores")->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  gen_cmd->add_option("-c,--ctx-size", gen.context_tokens, "0 = the model's context length")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 24));
+  gen_cmd->add_flag("--ignore-eos", gen.ignore_eos, "Keep generating past end-of-sequence");
+
+  auto* bench_cmd = app.add_subcommand("bench", "Benchmarks");
+  bench_cmd->require_subcommand(1);
+  strata::cli::BenchForwardOptions bf;
+  auto* bf_cmd = bench_cmd->add_subcommand(
+      "forward", "Single-stream prefill and decode speed (like llama-bench pp/tg)");
+  bf_cmd->add_option("-m,--model", bf.model_path, "GGUF file (default: the bundled model)");
+  bf_cmd->add_option("--prompt", bf.prompt_tokens, "Prompt tokens")->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  bf_cmd->add_option("--gen", bf.gen_tokens, "Decoded tokens")->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  bf_cmd->add_option("-t,--threads", bf.num_threads, "0 = all cores")->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  bf_cmd->add_option("--reps", bf.reps, "Repetitions (the median is reported)")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+  bf_cmd->add_flag("--json", bf.json, "One JSON line instead of a table");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*inspect_cmd) return strata::cli::run_inspect(inspect);
+  if (*tok_cmd) return strata::cli::run_tokenize(tok);
+  if (*gen_cmd) return strata::cli::run_generate(gen);
+  if (*bf_cmd) return strata::cli::run_bench_forward(bf);
+  return 1;
 }

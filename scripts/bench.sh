@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# End-to-end speed, side by side with llama.cpp (node-llama-cpp@3.21.1's
+# prebuilt CPU build) on the same GGUF files: prefill of a 512-token prompt and
+# decode of 128 tokens, single stream, 2 threads, median of REPS runs.
+# Then the kernel microbenchmarks (Google Benchmark).
+#
+#   scripts/bench.sh [BUILD_DIR]     env: SHAPES="1.1b" TYPES="q8_0 q4_0" REPS=3 THREADS=2
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+SHAPES=${SHAPES:-1.1b}
+TYPES=${TYPES:-q8_0 q4_0}
+REPS=${REPS:-3}
+THREADS=${THREADS:-2}
+PROMPT=${PROMPT:-512}
+GEN=${GEN:-128}
+MODELS=$BUILD/models/bench
+mkdir -p "$MODELS"
+
+shape_args() {
+  case "$1" in
+    1.1b) echo "--arch llama --layers 22 --hidden 2048 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 --ctx 2048" ;;
+    0.4b) echo "--arch qwen2 --layers 24 --hidden 896 --heads 14 --kv-heads 2 --ffn 4864 --vocab 32000 --ctx 2048" ;;
+    *) echo "unknown shape $1" >&2; exit 2 ;;
+  esac
+}
+
+printf '\n== end-to-end: prefill %d tokens, decode %d tokens, %d threads, median of %d ==\n' \
+  "$PROMPT" "$GEN" "$THREADS" "$REPS"
+printf '%-14s %12s %12s %8s %12s %12s %8s %12s\n' model strata_pp llama_pp ratio strata_tg llama_tg ratio tg_floor
+for shape in $SHAPES; do
+  for type in $TYPES; do
+    f=$MODELS/$shape-$type.gguf
+    if [ ! -f "$f" ]; then
+      # shellcheck disable=SC2046
+      "$BUILD/strata-mkmodel" $(shape_args "$shape") --type "$type" --seed 1 -o "$f" >/dev/null
+    fi
+    s=$("$BUILD/strata" bench forward -m "$f" --prompt "$PROMPT" --gen "$GEN" \
+        --threads "$THREADS" --reps "$REPS" --json)
+    l=$(node scripts/bench_llamacpp.mjs "$f" --prompt "$PROMPT" --gen "$GEN" \
+        --threads "$THREADS" --reps "$REPS")
+    python3 - "$shape-$type" "$s" "$l" <<'PY'
+import json, sys
+name, s, l = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+print(f"{name:<14} {s['prefill_tok_s']:12.1f} {l['prefill_tok_s']:12.1f} {s['prefill_tok_s']/l['prefill_tok_s']:7.2f}x"
+      f" {s['decode_tok_s']:12.1f} {l['decode_tok_s']:12.1f} {s['decode_tok_s']/l['decode_tok_s']:7.2f}x"
+      f" {s['decode_floor_tok_s']:12.1f}")
+PY
+  done
+done
+
+if [ -x "$BUILD/bench_kernels" ]; then
+  printf '\n== kernel microbenchmarks ==\n'
+  "$BUILD/bench_kernels" --benchmark_min_time=0.2 --benchmark_repetitions="$REPS" \
+    --benchmark_report_aggregates_only=true
+fi

@@ -1,0 +1,102 @@
+// `strata bench forward`: single-stream prefill and decode speed, the same
+// workload scripts/bench_llamacpp.mjs gives llama.cpp: a P-token prompt of
+// pseudo-random ids, then G decode steps; medians over R runs. Also prints the
+// decode floor of this model: weight bytes read per token over the memory
+// bandwidth (STRATA_MEM_BW_GBS, default 42 GB/s measured on the reference box).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/single_sequence.h"
+#include "kernels/dispatch.h"
+#include "model/model_weights.h"
+
+namespace strata::cli {
+namespace {
+
+double median(std::vector<double> xs) {
+  std::sort(xs.begin(), xs.end());
+  return xs[xs.size() / 2];
+}
+
+size_t weight_bytes_per_token(const ModelWeights& w) {
+  size_t bytes = w.output().row_bytes * w.output().rows;
+  for (const LayerWeights& l : w.layers()) {
+    for (const WeightView* v : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_gate,
+                                &l.ffn_up, &l.ffn_down}) {
+      bytes += v->row_bytes * v->rows;
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+int run_bench_forward(const BenchForwardOptions& opt) {
+  const std::string path = opt.model_path.empty() ? default_model_path() : opt.model_path;
+  Result<ModelWeights> weights = ModelWeights::open(path);
+  if (!weights) {
+    std::fprintf(stderr, "error: %s\n", weights.status().message().c_str());
+    return 1;
+  }
+  const int64_t ctx = opt.prompt_tokens + opt.gen_tokens + 16;
+  Result<std::unique_ptr<SingleSequence>> seq =
+      SingleSequence::create(*weights, ctx, opt.num_threads, opt.prompt_tokens);
+  if (!seq) {
+    std::fprintf(stderr, "error: %s\n", seq.status().message().c_str());
+    return 1;
+  }
+  const int64_t vocab = (*seq)->vocab_size();
+  // The same LCG as scripts/bench_llamacpp.mjs: ids in [3, vocab).
+  uint64_t state = 12345;
+  auto next_id = [&]() {
+    state = (state * 1103515245ull + 12345ull) % 2147483648ull;
+    return static_cast<int32_t>(3 + (state / 2147483648.0) * (vocab - 3));
+  };
+  std::vector<int32_t> prompt(opt.prompt_tokens);
+  for (int32_t& t : prompt) t = next_id();
+
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> prefill, decode;
+  for (int r = 0; r < opt.reps; ++r) {
+    (*seq)->reset();
+    auto t0 = Clock::now();
+    if (Status s = (*seq)->append(prompt); !s) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      return 1;
+    }
+    prefill.push_back(opt.prompt_tokens /
+                      std::chrono::duration<double>(Clock::now() - t0).count());
+    t0 = Clock::now();
+    for (int i = 0; i < opt.gen_tokens; ++i) {
+      const int32_t t = next_id();
+      if (Status s = (*seq)->append(std::span<const int32_t>(&t, 1)); !s) {
+        std::fprintf(stderr, "error: %s\n", s.message().c_str());
+        return 1;
+      }
+    }
+    decode.push_back(opt.gen_tokens / std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  const char* bw_env = std::getenv("STRATA_MEM_BW_GBS");
+  const double bw_gbs = bw_env ? std::atof(bw_env) : 42.0;
+  const double floor_tok_s = bw_gbs * 1e9 / static_cast<double>(weight_bytes_per_token(*weights));
+  const double pp = median(prefill), tg = median(decode);
+  if (opt.json) {
+    std::printf("{\"engine\":\"strata\",\"isa\":\"%s\",\"prompt\":%d,\"gen\":%d,\"reps\":%d,"
+                "\"prefill_tok_s\":%.3f,\"decode_tok_s\":%.3f,\"decode_floor_tok_s\":%.3f}\n",
+                kernel_isa_name(kernel_isa()), opt.prompt_tokens, opt.gen_tokens, opt.reps, pp,
+                tg, floor_tok_s);
+  } else {
+    std::printf("model: %s (kernels: %s)\n", path.c_str(), kernel_isa_name(kernel_isa()));
+    std::printf("prefill pp%d: %.2f tok/s (median of %d)\n", opt.prompt_tokens, pp, opt.reps);
+    std::printf("decode  tg%d: %.2f tok/s (median of %d); floor %.1f tok/s at %.0f GB/s\n",
+                opt.gen_tokens, tg, opt.reps, floor_tok_s, bw_gbs);
+  }
+  return 0;
+}
+
+}  // namespace strata::cli

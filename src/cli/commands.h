@@ -1,0 +1,56 @@
+// The `strata` subcommands. main() parses flags with CLI11 into these plain
+// option structs and calls the matching run_* function, which returns the
+// process exit code. Errors are printed as one line on stderr.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace strata::cli {
+
+// The model used when no -m is given: models/default.gguf in the source tree
+// if present, else the one `make models` generates in the build directory.
+std::string default_model_path();
+
+struct InspectOptions {
+  std::string model_path;
+  bool show_all_array_elements = false;
+};
+int run_inspect(const InspectOptions& opt);
+
+struct TokenizeOptions {
+  std::string model_path;
+  std::string text;
+  bool add_special = true;
+  bool parse_special = true;
+  bool ids_only = false;
+};
+int run_tokenize(const TokenizeOptions& opt);
+
+struct GenerateOptions {
+  std::string model_path;
+  std::string prompt;
+  int32_t max_tokens = 128;
+  float temperature = 0.8f;
+  int32_t top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  float repetition_penalty = 1.0f;
+  uint64_t seed = 0;
+  int32_t num_threads = 0;  // 0 = hardware concurrency
+  int32_t context_tokens = 0;  // 0 = the model's context length
+  bool ignore_eos = false;
+};
+int run_generate(const GenerateOptions& opt);
+
+struct BenchForwardOptions {
+  std::string model_path;
+  int32_t prompt_tokens = 512;
+  int32_t gen_tokens = 128;
+  int32_t num_threads = 0;
+  int32_t reps = 3;
+  bool json = false;
+};
+int run_bench_forward(const BenchForwardOptions& opt);
+
+}  // namespace strata::cli
