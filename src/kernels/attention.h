@@ -28,17 +28,20 @@ struct KvLayerView {
 
 struct AttentionBatch {
   int64_t n_tokens = 0;
-  const int32_t* pos = nullptr;            // [n_tokens]
-  const int32_t* seq = nullptr;            // [n_tokens] index into block_tables
+  const int32_t* pos = nullptr;                  // [n_tokens]
+  const int32_t* seq = nullptr;                  // [n_tokens] index into block_tables
   const int32_t* const* block_tables = nullptr;  // [n_seqs] -> physical block ids
 };
 
 // Stores k, v ([n_tokens][n_kv_heads][head_dim] fp32) at the given slots
-// (slot = block * block_size + offset).
+// (slot = block * block_size + offset), rounded to fp16. A negative slot
+// marks a padding token: nothing is stored for it.
 void write_kv(const KvLayerView& kv, const float* k, const float* v, const int32_t* slots,
               int64_t n_tokens);
 
 // out, q: [n_tokens][n_heads][head_dim]. scale is usually 1/sqrt(head_dim).
+// n_heads must be a multiple of kv.n_kv_heads (GQA groups). Threads split
+// the (token, kv_head) pairs; q stays fp32 and scores/accumulators are fp32.
 void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch,
                      int n_heads, float scale, float* out, ThreadPool& pool);
 

@@ -20,10 +20,10 @@ namespace strata {
 
 struct WeightView {
   DType type = DType::kF32;
-  int64_t rows = 0;       // output features
-  int64_t cols = 0;       // input features (multiple of the block size)
+  int64_t rows = 0;  // output features
+  int64_t cols = 0;  // input features (multiple of the block size)
   const void* data = nullptr;
-  size_t row_bytes = 0;   // dtype_row_bytes(type, cols)
+  size_t row_bytes = 0;  // dtype_row_bytes(type, cols)
 };
 
 // y[n][w.rows] = x[n][w.cols] · Wᵀ, using the pool's threads.

@@ -28,8 +28,7 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n_rows, int64_t 
 
 // Rotates x in place: x is [n_tokens][n_heads][head_dim]; token t has
 // position positions[t].
-void rope(float* x, const int32_t* positions, int64_t n_tokens, int n_heads,
-          const RopeParams& p);
+void rope(float* x, const int32_t* positions, int64_t n_tokens, int n_heads, const RopeParams& p);
 
 // out[i] = silu(gate[i]) * up[i]; out may alias gate.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
@@ -42,8 +41,7 @@ void add_inplace(float* y, const float* x, int64_t n);
 
 namespace ref {
 void rms_norm(const float* x, const float* w, float* y, int64_t n_rows, int64_t dim, float eps);
-void rope(float* x, const int32_t* positions, int64_t n_tokens, int n_heads,
-          const RopeParams& p);
+void rope(float* x, const int32_t* positions, int64_t n_tokens, int n_heads, const RopeParams& p);
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 }  // namespace ref
 

@@ -10,6 +10,17 @@
 //   Q6_K: 256 elems in 16 sub-blocks of 16, {uint8 ql[128]; uint8 qh[64];
 //         int8 scales[16]; f16 d}                            x = d*sc*(q - 32)
 //   Q8_K: 256 elems, {f32 d; int8 qs[256]; int16 bsums[16]} (activations only)
+//
+// Element order inside the K-quant blocks (element e of the 256):
+//   Q4_K: chunk c = e / 64 uses qs[32c .. 32c+31]; e % 64 < 32 takes the low
+//         nibble of qs[32c + e % 32], otherwise the high nibble. Sub-block
+//         j = e / 32 has scale/min q4_k_scale_min(scales, j): for j < 4 the
+//         low 6 bits of scales[j] / scales[j+4]; for j >= 4 the nibbles of
+//         scales[j+4] plus the top 2 bits of scales[j-4] / scales[j].
+//   Q6_K: half h = e / 128, l = e % 32, k = (e % 128) / 32 (0..3). The low
+//         4 bits come from ql[64h + l + 32*(k & 1)] (low nibble for k < 2,
+//         high nibble for k >= 2); the high 2 bits are bits 2k..2k+1 of
+//         qh[32h + l]. Scale: scales[e / 16].
 #pragma once
 
 #include <cstddef>
@@ -63,5 +74,22 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n);
 // Encodes `rows` rows of `cols` floats into type `t` (the same set). Scalar
 // and deterministic: the same input gives the same bytes on every machine.
 std::vector<uint8_t> quantize_rows(DType t, const float* src, int64_t rows, int64_t cols);
+
+// Activation quantizers used by matmul (n a multiple of the block size).
+// Q8_0: d = amax/127 stored as f16, q = round(x/d). Q8_K: d = amax/127 in
+// f32, q = nearest(x/d), bsums[g] = sum of qs[16g .. 16g+15].
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
+void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n);
+
+// Unpacks the 6-bit scale and min of sub-block j (0..7) of a Q4_K block.
+inline void q4_k_scale_min(const uint8_t* scales, int j, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = scales[j] & 63;
+    *m = scales[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+  }
+}
 
 }  // namespace strata

@@ -3,8 +3,11 @@
 // run(fn) calls fn(ith, nth) once for every ith in [0, nth) — the calling
 // thread takes ith = 0 — and returns when all calls have returned. Workers
 // spin briefly on a generation counter before sleeping, so back-to-back
-// kernels pay no futex round-trip. run() must not be called concurrently from
-// two threads, nor re-entered from inside fn. No allocation per run().
+// kernels pay no futex round-trip. Slots are claimed from a counter: when a
+// worker is late (asleep, or descheduled on a busy machine) the caller runs
+// its slot instead of waiting, so one ith may run on any thread and one
+// thread may run several. run() must not be called concurrently from two
+// threads, nor re-entered from inside fn. No allocation per run().
 #pragma once
 
 #include <atomic>
@@ -31,12 +34,14 @@ class ThreadPool {
 
  private:
   void worker_loop(int ith);
+  void run_claimed_slots();  // runs unclaimed slots of the current run
 
   int num_threads_;
   std::vector<std::thread> workers_;
   const Task* task_ = nullptr;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<int> pending_{0};    // slots of the current run not yet finished
+  std::atomic<int> next_slot_{0};  // next unclaimed ith of the current run
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;

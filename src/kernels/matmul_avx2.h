@@ -1,0 +1,30 @@
+// Internal to src/kernels: the AVX2/FMA/F16C matmul kernels
+// (matmul_avx2.cpp, compiled with those flags). Call only when
+// kernel_isa() == KernelIsa::kAvx2.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/matmul.h"
+
+namespace strata::avx2 {
+
+// Whether matmul_rows handles this weight type.
+bool matmul_supports(DType weight_type);
+
+// Encodes one activation row for matmul_rows: the same bytes as
+// vec_dot::encode_activation_row for quantized weights; for F16/BF16 weights
+// fp32 values rounded through f16/bf16 (same products, no reconversion).
+void encode_activation_row(DType weight_type, const float* x, int64_t cols, void* dst);
+size_t activation_row_bytes(DType weight_type, int64_t cols);
+
+// Thread ith's share of the weight rows, aligned to the kernel's row tile.
+void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end);
+
+// y[t][r] for r in [row_begin, row_end), t in [0, n): x_enc holds n encoded
+// activation rows of x_row_bytes each (vec_dot::activation_type).
+void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
+                 int64_t row_begin, int64_t row_end);
+
+}  // namespace strata::avx2

@@ -1,0 +1,154 @@
+// paged_attention (every ISA) and its reference against a naive dense
+// softmax(q·Kᵀ·scale)·V over K/V kept in plain per-sequence arrays, with
+// non-contiguous random block tables, GQA and several sequences per batch.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "kernels/attention.h"
+#include "kernels/fp16.h"
+#include "test_support.h"
+
+namespace strata {
+namespace {
+
+using testing::isas_to_test;
+using testing::random_floats;
+using testing::ScopedIsa;
+
+struct Case {
+  int n_heads, n_kv_heads, head_dim, block_size;
+  std::vector<int> seq_lens;  // tokens already in the cache (incl. the query tokens)
+  std::vector<int> n_query;   // trailing tokens of each sequence that are queries
+};
+
+void run_case(const Case& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int n_seqs = static_cast<int>(c.seq_lens.size());
+  const int hd = c.head_dim, row = c.n_kv_heads * hd;
+  // Physical blocks handed out in a shuffled order, so tables are not contiguous.
+  int total_blocks = 1;  // block 0 stays unused
+  for (int len : c.seq_lens) total_blocks += (len + c.block_size - 1) / c.block_size;
+  std::vector<int32_t> physical(total_blocks - 1);
+  std::iota(physical.begin(), physical.end(), 1);
+  std::shuffle(physical.begin(), physical.end(), rng);
+  std::vector<std::vector<int32_t>> tables(n_seqs);
+  size_t next = 0;
+  for (int s = 0; s < n_seqs; ++s) {
+    for (int b = 0; b < (c.seq_lens[s] + c.block_size - 1) / c.block_size; ++b)
+      tables[s].push_back(physical[next++]);
+  }
+  std::vector<uint16_t> k_cache(size_t(total_blocks) * c.block_size * row, 0x7e00);  // NaN
+  std::vector<uint16_t> v_cache(k_cache.size(), 0x7e00);
+  KvLayerView kv{k_cache.data(), v_cache.data(), total_blocks, c.block_size, c.n_kv_heads, hd};
+
+  // Per sequence dense K/V (fp16-rounded), written through write_kv.
+  std::vector<std::vector<float>> dense_k(n_seqs), dense_v(n_seqs);
+  for (int s = 0; s < n_seqs; ++s) {
+    const int len = c.seq_lens[s];
+    dense_k[s] = random_floats(size_t(len) * row, seed * 7 + s);
+    dense_v[s] = random_floats(size_t(len) * row, seed * 13 + s);
+    std::vector<int32_t> slots(len);
+    for (int p = 0; p < len; ++p)
+      slots[p] = tables[s][p / c.block_size] * c.block_size + p % c.block_size;
+    write_kv(kv, dense_k[s].data(), dense_v[s].data(), slots.data(), len);
+    for (auto& x : dense_k[s]) x = fp16_to_fp32(fp32_to_fp16(x));
+    for (auto& x : dense_v[s]) x = fp16_to_fp32(fp32_to_fp16(x));
+  }
+
+  // Flat batch, sequences interleaved in reverse order.
+  std::vector<int32_t> pos, seq;
+  for (int s = n_seqs - 1; s >= 0; --s) {
+    for (int i = 0; i < c.n_query[s]; ++i) {
+      pos.push_back(c.seq_lens[s] - c.n_query[s] + i);
+      seq.push_back(s);
+    }
+  }
+  const int64_t n_tokens = static_cast<int64_t>(pos.size());
+  std::vector<const int32_t*> table_ptrs(n_seqs);
+  for (int s = 0; s < n_seqs; ++s) table_ptrs[s] = tables[s].data();
+  AttentionBatch batch{n_tokens, pos.data(), seq.data(), table_ptrs.data()};
+  const auto q = random_floats(size_t(n_tokens) * c.n_heads * hd, seed + 99);
+  const float scale = 1.0f / std::sqrt(float(hd));
+
+  // Naive dense reference in double.
+  std::vector<double> want(q.size());
+  const int group = c.n_heads / c.n_kv_heads;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const int s = seq[t];
+    for (int h = 0; h < c.n_heads; ++h) {
+      const int g = h / group;
+      std::vector<double> sc(pos[t] + 1);
+      for (int p = 0; p <= pos[t]; ++p) {
+        double d = 0;
+        for (int i = 0; i < hd; ++i)
+          d += double(q[(t * c.n_heads + h) * hd + i]) * dense_k[s][size_t(p) * row + g * hd + i];
+        sc[p] = d * scale;
+      }
+      const double mx = *std::max_element(sc.begin(), sc.end());
+      double sum = 0;
+      for (auto& x : sc) sum += (x = std::exp(x - mx));
+      for (int i = 0; i < hd; ++i) {
+        double o = 0;
+        for (int p = 0; p <= pos[t]; ++p)
+          o += sc[p] / sum * dense_v[s][size_t(p) * row + g * hd + i];
+        want[(t * c.n_heads + h) * hd + i] = o;
+      }
+    }
+  }
+
+  std::vector<float> got_ref(q.size(), NAN);
+  ref::paged_attention(q.data(), kv, batch, c.n_heads, scale, got_ref.data());
+  for (size_t i = 0; i < q.size(); ++i) ASSERT_NEAR(got_ref[i], want[i], 1e-4) << "ref " << i;
+  for (KernelIsa isa : isas_to_test()) {
+    ScopedIsa scoped(isa);
+    for (int threads : {1, 3}) {
+      ThreadPool pool(threads);
+      std::vector<float> got(q.size(), NAN);
+      paged_attention(q.data(), kv, batch, c.n_heads, scale, got.data(), pool);
+      for (size_t i = 0; i < q.size(); ++i) {
+        ASSERT_NEAR(got[i], want[i], 1e-4)
+            << kernel_isa_name(isa) << " threads=" << threads << " i=" << i;
+      }
+    }
+  }
+}
+
+TEST(PagedAttention, SingleTokenDecode) {
+  run_case({4, 4, 8, 16, {1}, {1}}, 1);
+}
+
+TEST(PagedAttention, Gqa4To1MixedBatch) {
+  // Decodes and a prefill chunk crossing block boundaries, in one batch.
+  run_case({8, 2, 64, 16, {1, 17, 40, 33}, {1, 1, 9, 33}}, 2);
+}
+
+TEST(PagedAttention, Gqa7To1OddHeadsAndDims) {
+  run_case({7, 1, 24, 4, {13, 5}, {3, 5}}, 3);
+}
+
+TEST(PagedAttention, OddHeadCountsSmallBlocks) {
+  run_case({3, 3, 7, 1, {6, 2, 9}, {2, 1, 4}}, 4);
+}
+
+TEST(PagedAttention, LongSequenceLargeScores) {
+  // 14:2 heads, head_dim 128, a long context so online-softmax rescaling kicks in.
+  run_case({14, 2, 128, 16, {300}, {2}}, 5);
+}
+
+TEST(WriteKv, NegativeSlotIsSkipped) {
+  std::vector<uint16_t> k(2 * 4, 0), v(2 * 4, 0);
+  KvLayerView kv{k.data(), v.data(), 2, 1, 2, 2};
+  const std::vector<float> kk = {1, 2, 3, 4, 5, 6, 7, 8}, vv = kk;
+  const int32_t slots[2] = {-1, 1};
+  write_kv(kv, kk.data(), vv.data(), slots, 2);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(k[i], 0);
+  EXPECT_EQ(fp16_to_fp32(k[4]), 5.0f);
+  EXPECT_EQ(fp16_to_fp32(v[7]), 8.0f);
+}
+
+}  // namespace
+}  // namespace strata

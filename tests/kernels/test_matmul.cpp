@@ -1,0 +1,178 @@
+// matmul (every ISA, several pool sizes) against matmul_reference, and
+// matmul_reference against an exact dot of the dequantized weights, with
+// tolerances derived from each type's activation encoding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "kernels/matmul.h"
+#include "kernels/quant.h"
+#include "test_support.h"
+
+namespace strata {
+namespace {
+
+using testing::isas_to_test;
+using testing::random_floats;
+using testing::ScopedIsa;
+
+const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
+                        DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+
+std::vector<int64_t> cols_for(DType t) {
+  const int64_t b = dtype_traits(t).block_elems;
+  if (b == 1) return {1, 7, 33, 256};
+  return {b, 7 * b};
+}
+
+struct Weight {
+  std::vector<uint8_t> bytes;
+  std::vector<float> dequant;  // [rows][cols]
+  WeightView view;
+};
+
+Weight make_weight(DType t, int64_t rows, int64_t cols, uint32_t seed) {
+  Weight w;
+  const auto src = random_floats(rows * cols, seed, 0.1f);
+  w.bytes = quantize_rows(t, src.data(), rows, cols);
+  w.view = {t, rows, cols, w.bytes.data(), dtype_row_bytes(t, cols)};
+  w.dequant.resize(rows * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(t, w.bytes.data() + r * w.view.row_bytes, w.dequant.data() + r * cols, cols);
+  }
+  return w;
+}
+
+// Relative size of the activation encoding error per element, as a fraction
+// of the block's absmax (quantized) or of the element (float formats).
+double activation_rel_err(DType t) {
+  switch (t) {
+    case DType::kF16:
+      return 1.0 / 2048;
+    case DType::kBF16:
+      return 1.0 / 256;
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ6_K:
+      return 0.5 / 127 + 1.0 / 2048;  // half a step + f16 scale rounding
+    default:
+      return 0.0;
+  }
+}
+
+TEST(Matmul, ReferenceMatchesExactDotOfDequantizedWeights) {
+  for (DType t : kTypes) {
+    for (int64_t cols : cols_for(t)) {
+      const int64_t rows = 3, n = 5;
+      Weight w = make_weight(t, rows, cols, 1);
+      const auto x = random_floats(n * cols, 2);
+      std::vector<float> y(n * rows);
+      matmul_reference(w.view, x.data(), n, y.data());
+      const bool is_block_quant = dtype_traits(t).block_elems > 1;
+      const int64_t act_block = (t == DType::kQ4_K || t == DType::kQ6_K) ? 256 : 32;
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t r = 0; r < rows; ++r) {
+          double exact = 0, bound = 0;
+          for (int64_t c = 0; c < cols; ++c) {
+            const double wv = w.dequant[r * cols + c], xv = x[i * cols + c];
+            exact += wv * xv;
+            double x_scale = std::fabs(xv);
+            if (is_block_quant) {
+              x_scale = 0;
+              const int64_t b0 = c / act_block * act_block;
+              for (int64_t k = b0; k < b0 + act_block; ++k)
+                x_scale = std::max<double>(x_scale, std::fabs(x[i * cols + k]));
+            }
+            bound += std::fabs(wv) * (x_scale * activation_rel_err(t) + std::fabs(xv) * 1e-6);
+          }
+          EXPECT_NEAR(y[i * rows + r], exact, bound + 1e-6)
+              << dtype_name(t) << " cols=" << cols << " r=" << r << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, EveryIsaMatchesReferenceOnOddShapes) {
+  for (KernelIsa isa : isas_to_test()) {
+    ScopedIsa scoped(isa);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      for (DType t : kTypes) {
+        for (int64_t cols : cols_for(t)) {
+          for (int64_t rows : {1, 3, 17}) {
+            Weight w = make_weight(t, rows, cols, static_cast<uint32_t>(rows * 31 + cols));
+            for (int64_t n : {1, 5, 33}) {
+              const auto x = random_floats(n * cols, static_cast<uint32_t>(n + cols));
+              std::vector<float> want(n * rows), got(n * rows, NAN);
+              matmul_reference(w.view, x.data(), n, want.data());
+              matmul(w.view, x.data(), n, got.data(), pool);
+              for (int64_t i = 0; i < n; ++i) {
+                for (int64_t r = 0; r < rows; ++r) {
+                  double abs_sum = 0;
+                  for (int64_t c = 0; c < cols; ++c)
+                    abs_sum += std::fabs(w.dequant[r * cols + c] * x[i * cols + c]);
+                  ASSERT_NEAR(got[i * rows + r], want[i * rows + r], 2e-5 * abs_sum + 1e-7)
+                      << kernel_isa_name(isa) << " threads=" << threads << " " << dtype_name(t)
+                      << " rows=" << rows << " cols=" << cols << " n=" << n << " r=" << r
+                      << " i=" << i;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, RepeatedCallsGiveIdenticalResults) {
+  // The scratch buffer is reused: a smaller second call must not see stale data.
+  ThreadPool pool(2);
+  Weight w = make_weight(DType::kQ8_0, 9, 64, 3);
+  const auto x = random_floats(4 * 64, 4);
+  std::vector<float> a(4 * 9), b(9), c(4 * 9);
+  matmul(w.view, x.data(), 4, a.data(), pool);
+  matmul(w.view, x.data() + 64, 1, b.data(), pool);
+  matmul(w.view, x.data(), 4, c.data(), pool);
+  EXPECT_EQ(a, c);
+  for (int r = 0; r < 9; ++r) EXPECT_EQ(b[r], a[9 + r]);
+}
+
+}  // namespace
+}  // namespace strata
+
+#include "kernels/matmul_avx2.h"
+#include "kernels/vec_dot.h"
+
+namespace strata {
+namespace {
+
+TEST(MatmulEncoding, Avx2QuantizedActivationsAreByteIdentical) {
+  if (detected_kernel_isa() != KernelIsa::kAvx2) GTEST_SKIP() << "no AVX2";
+  auto x = testing::random_floats(3 * 256, 21);
+  // Exact ties: block amax 127 gives d = 1, so x = k + 0.5 rounds away from
+  // zero (Q8_0, as roundf) or to even (Q8_K, as nearest_int).
+  x[0] = 127.0f;
+  x[1] = 2.5f;
+  x[2] = -3.5f;
+  x[3] = -0.5f;
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    const size_t bytes = vec_dot::activation_row_bytes(t, 768);
+    ASSERT_EQ(bytes, avx2::activation_row_bytes(t, 768));
+    std::vector<uint8_t> want(bytes), got(bytes);
+    vec_dot::encode_activation_row(t, x.data(), 768, want.data());
+    avx2::encode_activation_row(t, x.data(), 768, got.data());
+    EXPECT_EQ(got, want) << dtype_name(t);
+  }
+  std::vector<BlockQ8_0> q(24);
+  quantize_row_q8_0(x.data(), q.data(), 768);
+  EXPECT_EQ(q[0].qs[1], 3);
+  EXPECT_EQ(q[0].qs[2], -4);
+  EXPECT_EQ(q[0].qs[3], -1);
+}
+
+}  // namespace
+}  // namespace strata
