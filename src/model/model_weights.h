@@ -1,0 +1,71 @@
+// ModelWeights: a loaded model — the mapped GGUF file, its validated
+// ModelConfig, and zero-copy views of every tensor the forward pass reads.
+//
+// Ownership: ModelWeights owns the GgufFile; every WeightView and norm/bias
+// pointer points into its mapping and stays valid while the ModelWeights
+// lives (moving it keeps them valid: the mapping does not move). Immutable
+// after load(); const methods are safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "model/gguf.h"
+#include "model/model_config.h"
+#include "util/status.h"
+
+namespace strata {
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;  // [hidden]
+  WeightView attn_q;                 // [q_dim rows][hidden cols]
+  WeightView attn_k;                 // [kv_dim][hidden]
+  WeightView attn_v;                 // [kv_dim][hidden]
+  WeightView attn_output;            // [hidden][q_dim]
+  const float* bias_q = nullptr;     // [q_dim]   qwen2 only, else nullptr
+  const float* bias_k = nullptr;     // [kv_dim]
+  const float* bias_v = nullptr;     // [kv_dim]
+  const float* q_norm = nullptr;     // [head_dim] qwen3 only, else nullptr
+  const float* k_norm = nullptr;     // [head_dim]
+  const float* ffn_norm = nullptr;   // [hidden]
+  WeightView ffn_gate;               // [ffn][hidden]
+  WeightView ffn_up;                 // [ffn][hidden]
+  WeightView ffn_down;               // [hidden][ffn]
+};
+
+class ModelWeights {
+ public:
+  // Maps `path`, reads its config and builds the views.
+  static Result<ModelWeights> open(const std::string& path);
+  // Takes ownership of an opened file.
+  static Result<ModelWeights> load(GgufFile file);
+
+  ModelWeights(ModelWeights&&) noexcept = default;
+  ModelWeights& operator=(ModelWeights&&) noexcept = default;
+
+  const GgufFile& file() const { return *file_; }
+  const ModelConfig& config() const { return config_; }
+  const std::vector<LayerWeights>& layers() const { return layers_; }
+  const WeightView& token_embd() const { return token_embd_; }  // [vocab][hidden]
+  const WeightView& output() const { return output_; }          // token_embd when tied
+  const float* output_norm() const { return output_norm_; }     // [hidden]
+
+  // Writes the embedding of `token` (0 <= token < vocab_size) to out[hidden],
+  // dequantizing its row.
+  void embed(int32_t token, float* out) const;
+
+ private:
+  ModelWeights() = default;
+
+  std::unique_ptr<GgufFile> file_;
+  ModelConfig config_;
+  std::vector<LayerWeights> layers_;
+  WeightView token_embd_;
+  WeightView output_;
+  const float* output_norm_ = nullptr;
+};
+
+}  // namespace strata

@@ -1,0 +1,164 @@
+#include "runtime/model_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+
+namespace strata {
+
+ModelRunner::ModelRunner(const ModelWeights& weights, KvStorage& kv, ThreadPool& pool,
+                         int64_t max_batch_tokens)
+    : weights_(weights), kv_(kv), pool_(pool), max_batch_tokens_(max_batch_tokens) {
+  const ModelConfig& c = weights.config();
+  const size_t n = static_cast<size_t>(max_batch_tokens);
+  x_.resize(n * c.hidden_dim);
+  xn_.resize(n * c.hidden_dim);
+  q_.resize(n * c.q_dim());
+  k_.resize(n * c.kv_dim());
+  v_.resize(n * c.kv_dim());
+  attn_.resize(n * c.q_dim());
+  gate_.resize(n * c.ffn_dim);
+  up_.resize(n * c.ffn_dim);
+  tables_.resize(n);
+}
+
+Status ModelRunner::validate(const ForwardBatch& b) const {
+  const int64_t n = b.num_tokens();
+  if (n == 0) return invalid_argument("runner: empty batch");
+  if (n > max_batch_tokens_) {
+    return invalid_argument("runner: batch of " + std::to_string(n) + " tokens exceeds " +
+                            "max_batch_tokens = " + std::to_string(max_batch_tokens_));
+  }
+  if (static_cast<int64_t>(b.positions.size()) != n ||
+      static_cast<int64_t>(b.seq_index.size()) != n ||
+      static_cast<int64_t>(b.slot_mapping.size()) != n) {
+    return invalid_argument("runner: tokens, positions, seq_index and slot_mapping differ in size");
+  }
+  if (b.block_tables.empty() || static_cast<int64_t>(b.block_tables.size()) > max_batch_tokens_) {
+    return invalid_argument("runner: block_tables must hold 1.." +
+                            std::to_string(max_batch_tokens_) + " sequences");
+  }
+  const int64_t vocab = weights_.config().vocab_size;
+  const int block_size = kv_.block_size();
+  const int64_t num_slots = kv_.num_blocks() * block_size;
+  for (const std::vector<int32_t>& table : b.block_tables) {
+    for (int32_t block : table) {
+      if (block < 0 || block >= kv_.num_blocks()) {
+        return invalid_argument("runner: block id " + std::to_string(block) + " out of range [0, " +
+                                std::to_string(kv_.num_blocks()) + ")");
+      }
+    }
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    const std::string at = " at batch row " + std::to_string(t);
+    if (b.tokens[t] < 0 || b.tokens[t] >= vocab) {
+      return invalid_argument("runner: token id " + std::to_string(b.tokens[t]) +
+                              " out of range [0, " + std::to_string(vocab) + ")" + at);
+    }
+    const int32_t seq = b.seq_index[t];
+    if (seq < 0 || seq >= static_cast<int32_t>(b.block_tables.size())) {
+      return invalid_argument("runner: seq_index " + std::to_string(seq) + " out of range" + at);
+    }
+    const int32_t pos = b.positions[t];
+    if (pos < 0 || pos / block_size >= static_cast<int64_t>(b.block_tables[seq].size())) {
+      return invalid_argument("runner: position " + std::to_string(pos) +
+                              " is not covered by the block table of sequence " +
+                              std::to_string(seq) + at);
+    }
+    if (b.slot_mapping[t] < 0 || b.slot_mapping[t] >= num_slots) {
+      return invalid_argument("runner: slot " + std::to_string(b.slot_mapping[t]) +
+                              " out of range" + at);
+    }
+  }
+  if (static_cast<int64_t>(b.logits_indices.size()) > n) {
+    return invalid_argument("runner: more logits indices than batch rows");
+  }
+  for (int32_t row : b.logits_indices) {
+    if (row < 0 || row >= n) {
+      return invalid_argument("runner: logits index " + std::to_string(row) + " out of range");
+    }
+  }
+  return Status::ok();
+}
+
+Status ModelRunner::forward(const ForwardBatch& b, float* logits_out) {
+  STRATA_RETURN_IF_ERROR(validate(b));
+  const ModelConfig& c = weights_.config();
+  const int64_t n = b.num_tokens();
+  const int64_t hidden = c.hidden_dim;
+  const float eps = c.rms_norm_eps;
+  const RopeParams rope_params = c.rope_params();
+  const float attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+
+  float* x = x_.data();
+  float* xn = xn_.data();
+  float* q = q_.data();
+  float* k = k_.data();
+  float* v = v_.data();
+  float* attn = attn_.data();
+  float* gate = gate_.data();
+  float* up = up_.data();
+
+  pool_.run([&](int ith, int nth) {
+    int64_t begin, end;
+    split_range(n, ith, nth, &begin, &end);
+    for (int64_t t = begin; t < end; ++t) weights_.embed(b.tokens[t], x + t * hidden);
+  });
+
+  for (size_t s = 0; s < b.block_tables.size(); ++s) tables_[s] = b.block_tables[s].data();
+  AttentionBatch ab;
+  ab.n_tokens = n;
+  ab.pos = b.positions.data();
+  ab.seq = b.seq_index.data();
+  ab.block_tables = tables_.data();
+
+  for (int il = 0; il < c.num_layers; ++il) {
+    const LayerWeights& l = weights_.layers()[il];
+    rms_norm(x, l.attn_norm, xn, n, hidden, eps);
+    matmul(l.attn_q, xn, n, q, pool_);
+    matmul(l.attn_k, xn, n, k, pool_);
+    matmul(l.attn_v, xn, n, v, pool_);
+    if (l.bias_q != nullptr) {
+      add_bias(q, l.bias_q, n, c.q_dim());
+      add_bias(k, l.bias_k, n, c.kv_dim());
+      add_bias(v, l.bias_v, n, c.kv_dim());
+    }
+    if (l.q_norm != nullptr) {
+      rms_norm(q, l.q_norm, q, n * c.num_heads, c.head_dim, eps);
+      rms_norm(k, l.k_norm, k, n * c.num_kv_heads, c.head_dim, eps);
+    }
+    rope(q, b.positions.data(), n, c.num_heads, rope_params);
+    rope(k, b.positions.data(), n, c.num_kv_heads, rope_params);
+
+    const KvLayerView kv = kv_.layer(il);
+    write_kv(kv, k, v, b.slot_mapping.data(), n);
+    paged_attention(q, kv, ab, c.num_heads, attn_scale, attn, pool_);
+
+    matmul(l.attn_output, attn, n, xn, pool_);
+    add_inplace(x, xn, n * hidden);
+
+    rms_norm(x, l.ffn_norm, xn, n, hidden, eps);
+    matmul(l.ffn_gate, xn, n, gate, pool_);
+    matmul(l.ffn_up, xn, n, up, pool_);
+    silu_mul(gate, up, gate, n * c.ffn_dim);
+    matmul(l.ffn_down, gate, n, xn, pool_);
+    add_inplace(x, xn, n * hidden);
+  }
+
+  // Only the rows that sample go through the head: gather them into xn.
+  const int64_t n_logits = static_cast<int64_t>(b.logits_indices.size());
+  if (n_logits == 0) return Status::ok();
+  for (int64_t i = 0; i < n_logits; ++i) {
+    const float* src = x + static_cast<int64_t>(b.logits_indices[i]) * hidden;
+    std::copy(src, src + hidden, xn + i * hidden);
+  }
+  rms_norm(xn, weights_.output_norm(), xn, n_logits, hidden, eps);
+  matmul(weights_.output(), xn, n_logits, logits_out, pool_);
+  return Status::ok();
+}
+
+}  // namespace strata
