@@ -1,0 +1,56 @@
+#include "kv/block_hash.h"
+
+#include <openssl/sha.h>
+
+#include <vector>
+
+namespace strata {
+namespace {
+
+void put_u32(std::vector<uint8_t>* out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+BlockHash sha256(const std::vector<uint8_t>& data) {
+  BlockHash h;
+  SHA256(data.data(), data.size(), h.bytes.data());
+  return h;
+}
+
+}  // namespace
+
+std::string BlockHash::to_hex() const {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s(64, '0');
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    s[2 * i] = kDigits[bytes[i] >> 4];
+    s[2 * i + 1] = kDigits[bytes[i] & 15];
+  }
+  return s;
+}
+
+const BlockHash& root_block_hash() {
+  static const BlockHash kRoot = [] {
+    constexpr std::string_view kSeed = "strata.kv.block_hash.v1";
+    return sha256(std::vector<uint8_t>(kSeed.begin(), kSeed.end()));
+  }();
+  return kRoot;
+}
+
+BlockHash hash_block(const BlockHash& parent, std::span<const int32_t> tokens,
+                     std::string_view cache_salt) {
+  std::vector<uint8_t> buf;
+  buf.reserve(32 + 4 + 4 * tokens.size() + 4 + (cache_salt.empty() ? 0 : 5 + cache_salt.size()));
+  buf.insert(buf.end(), parent.bytes.begin(), parent.bytes.end());
+  put_u32(&buf, static_cast<uint32_t>(tokens.size()));
+  for (int32_t t : tokens) put_u32(&buf, static_cast<uint32_t>(t));
+  put_u32(&buf, cache_salt.empty() ? 0u : 1u);
+  if (!cache_salt.empty()) {
+    buf.push_back(static_cast<uint8_t>(BlockHashExtraTag::kCacheSalt));
+    put_u32(&buf, static_cast<uint32_t>(cache_salt.size()));
+    buf.insert(buf.end(), cache_salt.begin(), cache_salt.end());
+  }
+  return sha256(buf);
+}
+
+}  // namespace strata

@@ -1,0 +1,315 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+#include <utility>
+
+namespace strata {
+
+struct Scheduler::StepState {
+  int64_t budget_tokens = 0;
+  std::vector<Grant> grants;
+  std::vector<const Request*> preempted;  // this step; not re-admitted in it
+  StepPlan* plan = nullptr;
+
+  bool was_preempted(const Request* r) const {
+    return std::find(preempted.begin(), preempted.end(), r) != preempted.end();
+  }
+};
+
+Scheduler::Scheduler(const SchedulerOptions& options, KvCacheManager* kv, const Clock* clock)
+    : options_(options), kv_(kv), clock_(clock) {
+  assert(options.validate().is_ok());
+}
+
+Scheduler::OrderKey Scheduler::key_of(const Request& r) const {
+  OrderKey key;
+  key.arrival_seq = r.arrival_seq;
+  if (options_.policy == SchedulingPolicy::kPriority) {
+    const int64_t priority = std::clamp<int64_t>(r.spec.priority, -1'000'000, 1'000'000);
+    key.rank = options_.priority_aging_ns > 0 ? priority * options_.priority_aging_ns + r.arrival_ns
+                                              : priority;
+  }
+  return key;
+}
+
+void Scheduler::insert_sorted(std::vector<Request*>* queue, Request* r) const {
+  const OrderKey key = key_of(*r);
+  auto pos =
+      std::upper_bound(queue->begin(), queue->end(), key,
+                       [this](const OrderKey& k, const Request* q) { return k < key_of(*q); });
+  queue->insert(pos, r);
+}
+
+void Scheduler::erase_from(std::vector<Request*>* queue, const Request* r) {
+  auto it = std::find(queue->begin(), queue->end(), r);
+  if (it != queue->end()) queue->erase(it);
+}
+
+Status Scheduler::add_request(RequestSpec spec) {
+  const std::string name = "request " + std::to_string(spec.id);
+  if (requests_.count(spec.id)) return invalid_argument(name + ": duplicate request id");
+  if (spec.prompt_tokens.empty()) return invalid_argument(name + ": the prompt is empty");
+  if (spec.max_tokens < 1) return invalid_argument(name + ": max_tokens must be >= 1");
+  if (spec.min_tokens < 0 || spec.min_tokens > spec.max_tokens) {
+    return invalid_argument(name + ": min_tokens must be in [0, max_tokens]");
+  }
+  const int64_t num_prompt = static_cast<int64_t>(spec.prompt_tokens.size());
+  const int64_t max_total = num_prompt + spec.max_tokens;
+  if (max_total > options_.max_model_len) {
+    return invalid_argument(name + ": prompt (" + std::to_string(num_prompt) +
+                            " tokens) + max_tokens (" + std::to_string(spec.max_tokens) +
+                            ") exceeds --max-model-len " + std::to_string(options_.max_model_len) +
+                            "; shorten the prompt or lower max_tokens");
+  }
+  // The last sampled token never needs K/V.
+  const int64_t needed_blocks = kv_->blocks_for_tokens(max_total - 1);
+  if (needed_blocks > kv_->num_blocks()) {
+    return Status(StatusCode::kResourceExhausted,
+                  name + ": needs " + std::to_string(needed_blocks) + " KV blocks (" +
+                      std::to_string(max_total - 1) + " tokens) but the whole pool has " +
+                      std::to_string(kv_->num_blocks()) +
+                      "; raise --kv-cache-memory or lower max_tokens");
+  }
+  auto request = std::make_unique<Request>();
+  Request* r = request.get();
+  r->tokens = std::move(spec.prompt_tokens);
+  r->tokens.reserve(max_total);
+  r->num_prompt_tokens = num_prompt;
+  spec.prompt_tokens.clear();
+  r->spec = std::move(spec);
+  r->arrival_seq = next_arrival_seq_++;
+  r->arrival_ns = clock_->now_ns();
+  requests_.emplace(r->spec.id, std::move(request));
+  insert_sorted(&waiting_, r);
+  return Status::ok();
+}
+
+void Scheduler::release(Request* r, FinishReason reason) {
+  kv_->remove(r->spec.id);
+  r->status = RequestStatus::kFinished;
+  r->finish_reason = reason;
+}
+
+bool Scheduler::finish_request(RequestId id, FinishReason reason) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return false;
+  Request* r = it->second.get();
+  erase_from(r->status == RequestStatus::kRunning ? &running_ : &waiting_, r);
+  release(r, reason);
+  requests_.erase(it);
+  return true;
+}
+
+void Scheduler::preempt(Request* victim, StepState& st) {
+  kv_->free(victim->spec.id);
+  erase_from(&running_, victim);
+  auto g = std::find_if(st.grants.begin(), st.grants.end(),
+                        [victim](const Grant& x) { return x.request == victim; });
+  if (g != st.grants.end()) {
+    st.budget_tokens += g->num_new_tokens;
+    st.grants.erase(g);
+  }
+  victim->status = RequestStatus::kWaiting;
+  victim->num_computed_tokens = 0;
+  ++victim->num_preemptions;
+  ++num_preemptions_;
+  insert_sorted(&waiting_, victim);
+  st.preempted.push_back(victim);
+  st.plan->preempted_ids.push_back(victim->spec.id);
+}
+
+bool Scheduler::schedule_running(Request* r, StepState& st) {
+  const int64_t n = std::min(r->num_tokens() - r->num_computed_tokens, st.budget_tokens);
+  if (n <= 0) return true;
+  const PrefixHit no_hit;
+  while (!kv_->allocate(r->spec.id, no_hit, r->num_computed_tokens + n)) {
+    Request* victim = running_.back();  // the worst running request
+    preempt(victim, st);
+    if (victim == r) return false;
+  }
+  st.grants.push_back({r, n, false});
+  st.budget_tokens -= n;
+  return true;
+}
+
+bool Scheduler::can_preempt_for(const Request& waiting) const {
+  if (options_.policy != SchedulingPolicy::kPriority || running_.empty()) return false;
+  return key_of(*running_.back()).rank > key_of(waiting).rank;
+}
+
+bool Scheduler::admit_waiting(size_t index, StepState& st) {
+  Request* r = waiting_[index];
+  if (st.was_preempted(r)) return false;  // it keeps its place; next step
+  while (static_cast<int32_t>(running_.size()) >= options_.effective_max_num_seqs()) {
+    if (!can_preempt_for(*r)) return false;
+    preempt(running_.back(), st);
+  }
+  const RequestId id = r->spec.id;
+  const PrefixHit hit = kv_->find_prefix(id, r->tokens, r->spec.cache_salt);
+  const int64_t n = std::min(r->num_tokens() - hit.num_tokens, st.budget_tokens);
+  while (!kv_->allocate(id, hit, hit.num_tokens + n)) {
+    if (!can_preempt_for(*r)) return false;
+    preempt(running_.back(), st);
+  }
+  kv_->record_prefix_query(r->num_tokens(), hit.num_tokens);
+  const bool is_first_step = r->first_scheduled_ns < 0;
+  if (is_first_step) {
+    r->first_scheduled_ns = clock_->now_ns();
+    r->num_cached_prompt_tokens = hit.num_tokens;
+  }
+  r->num_computed_tokens = hit.num_tokens;
+  r->status = RequestStatus::kRunning;
+  waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(index));
+  insert_sorted(&running_, r);
+  st.grants.push_back({r, n, is_first_step});
+  st.budget_tokens -= n;
+  return true;
+}
+
+StepPlan Scheduler::schedule() {
+  StepPlan plan;
+  plan.step_id = next_step_id_++;
+  plan.block_size = kv_->block_size();
+  StepState st;
+  st.budget_tokens = options_.max_num_batched_tokens;
+  st.plan = &plan;
+  st.grants.reserve(running_.size() + 8);
+
+  // Decodes, then running prefill chunks. A preemption removes the back of
+  // running_, which is never before index i.
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool want_prefill = pass == 1;
+    for (size_t i = 0; i < running_.size() && st.budget_tokens > 0;) {
+      Request* r = running_[i];
+      if (r->is_prefilling() != want_prefill) {
+        ++i;
+        continue;
+      }
+      if (!schedule_running(r, st)) break;  // r was the worst: everything after it is gone
+      ++i;
+    }
+  }
+  // Admissions, best first, head of line. A sibling whose prefix source is
+  // still computing the shared prompt waits for it without blocking others.
+  for (size_t w = 0; w < waiting_.size() && st.budget_tokens > 0;) {
+    const Request* r = waiting_[w];
+    if (r->spec.prefix_source_id != 0) {
+      const Request* source = find(r->spec.prefix_source_id);
+      if (source && source->is_prefilling()) {
+        ++w;
+        continue;
+      }
+    }
+    if (!admit_waiting(w, st)) break;
+  }
+
+  plan.requests.reserve(st.grants.size());
+  for (const Grant& g : st.grants) {
+    const Request& r = *g.request;
+    ScheduledRequest s;
+    s.request_id = r.spec.id;
+    s.num_computed_tokens = r.num_computed_tokens;
+    s.num_new_tokens = static_cast<int32_t>(g.num_new_tokens);
+    s.new_token_ids.assign(r.tokens.begin() + r.num_computed_tokens,
+                           r.tokens.begin() + r.num_computed_tokens + g.num_new_tokens);
+    s.block_table = kv_->block_table(r.spec.id);
+    s.is_sampling = r.num_computed_tokens + g.num_new_tokens == r.num_tokens();
+    s.is_prefill = r.num_computed_tokens < r.num_prompt_tokens;
+    s.is_first_step = g.is_first_step;
+    plan.num_scheduled_tokens += g.num_new_tokens;
+    plan.requests.push_back(std::move(s));
+  }
+  if (!plan.empty()) ++num_steps_;
+  return plan;
+}
+
+StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
+  StepOutput out;
+  std::unordered_map<RequestId, int32_t> sampled;
+  sampled.reserve(result.sampled.size());
+  for (const SampledToken& s : result.sampled) sampled.emplace(s.request_id, s.token);
+  bool any_finished = false;
+
+  for (const ScheduledRequest& s : plan.requests) {
+    auto it = requests_.find(s.request_id);
+    if (it == requests_.end()) continue;
+    Request* r = it->second.get();
+    // Skip a request preempted (or re-admitted) since the plan was made.
+    if (r->status != RequestStatus::kRunning || r->num_computed_tokens != s.num_computed_tokens) {
+      continue;
+    }
+    RequestUpdate u;
+    u.request_id = s.request_id;
+    const bool failed = std::find(result.failed_ids.begin(), result.failed_ids.end(),
+                                  s.request_id) != result.failed_ids.end();
+    auto tok = sampled.find(s.request_id);
+    if (failed || (s.is_sampling && tok == sampled.end())) {
+      u.finish_reason = FinishReason::kError;
+    } else {
+      r->num_computed_tokens += s.num_new_tokens;
+      kv_->commit_computed(r->spec.id, r->tokens, r->num_computed_tokens);
+      if (s.is_sampling) {
+        const int32_t token = tok->second;
+        r->tokens.push_back(token);
+        u.has_new_token = true;
+        u.new_token = token;
+        const auto& stops = r->spec.stop_token_ids;
+        if (!r->spec.ignore_eos && r->num_output_tokens() > r->spec.min_tokens &&
+            std::find(stops.begin(), stops.end(), token) != stops.end()) {
+          u.finish_reason = FinishReason::kStop;
+        } else if (r->num_output_tokens() >= r->spec.max_tokens ||
+                   r->num_tokens() >= options_.max_model_len) {
+          u.finish_reason = FinishReason::kLength;
+        }
+      }
+    }
+    u.num_prompt_tokens = r->num_prompt_tokens;
+    u.num_output_tokens = r->num_output_tokens();
+    u.num_cached_prompt_tokens = r->num_cached_prompt_tokens;
+    if (u.finish_reason != FinishReason::kNone) {
+      release(r, u.finish_reason);
+      any_finished = true;
+    }
+    if (u.has_new_token || u.finish_reason != FinishReason::kNone) out.updates.push_back(u);
+  }
+  if (any_finished) {
+    std::erase_if(running_, [](const Request* r) { return r->status == RequestStatus::kFinished; });
+    for (const RequestUpdate& u : out.updates) {
+      if (u.finish_reason != FinishReason::kNone) requests_.erase(u.request_id);
+    }
+  }
+  return out;
+}
+
+const Request* Scheduler::find(RequestId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+std::vector<RequestId> Scheduler::running_ids() const {
+  std::vector<RequestId> ids;
+  for (const Request* r : running_) ids.push_back(r->spec.id);
+  return ids;
+}
+
+std::vector<RequestId> Scheduler::waiting_ids() const {
+  std::vector<RequestId> ids;
+  for (const Request* r : waiting_) ids.push_back(r->spec.id);
+  return ids;
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s;
+  s.num_running = num_running();
+  s.num_waiting = num_waiting();
+  s.kv_usage = kv_->usage();
+  s.prefix_query_tokens = kv_->stats().prefix_query_tokens;
+  s.prefix_hit_tokens = kv_->stats().prefix_hit_tokens;
+  s.num_preemptions = num_preemptions_;
+  s.num_steps = num_steps_;
+  return s;
+}
+
+}  // namespace strata

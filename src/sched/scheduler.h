@@ -1,0 +1,126 @@
+// Scheduler: decides, step by step, which requests run and how many of
+// their tokens are computed, under a token budget, a sequence cap and the
+// KV blocks available. Pure: no threads, I/O or tensors; time comes from an
+// injected Clock. Talks to the model only through StepPlan / StepResult.
+//
+// Each schedule():
+//   1. running requests that decode (one token each), best first;
+//   2. running requests in the middle of a prefill, best first, as much of
+//      the remaining prompt as the budget allows (chunked prefill);
+//   3. waiting requests, best first: prefix-cache lookup, then the uncached
+//      tail as budget allows. Stops at the first request that cannot get
+//      blocks (head of line: nobody overtakes it, so nobody starves).
+// "Best" is the policy order (see SchedulingPolicy). When blocks run out
+// for a running request, the worst running request (lowest priority, then
+// latest arrival) is preempted by recompute: its blocks are freed (its full
+// blocks stay in the prefix cache) and it returns to `waiting` at its
+// original place in the order. Under kPriority a waiting request may also
+// preempt a strictly lower-priority running one.
+//
+// update() appends sampled tokens, applies EOS / stop tokens (after
+// min_tokens, unless ignore_eos), max_tokens and max_model_len, caches newly
+// full blocks and frees finished requests' blocks. Stop strings are the
+// engine's: it calls finish_request(id, kStop).
+//
+// Not thread-safe: owned by the engine thread, with the KvCacheManager and
+// Clock it borrows (both must outlive it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "kv/kv_cache_manager.h"
+#include "sched/clock.h"
+#include "sched/request.h"
+#include "sched/scheduler_options.h"
+#include "sched/step_plan.h"
+#include "util/status.h"
+
+namespace strata {
+
+// Counters and gauges for the metrics exporter.
+struct SchedulerStats {
+  int32_t num_running = 0;
+  int32_t num_waiting = 0;
+  double kv_usage = 0.0;            // fraction of KV blocks referenced
+  int64_t prefix_query_tokens = 0;  // total
+  int64_t prefix_hit_tokens = 0;    // total
+  int64_t num_preemptions = 0;      // total
+  int64_t num_steps = 0;            // non-empty plans
+};
+
+class Scheduler {
+ public:
+  // Preconditions: options.validate() is OK; `kv` and `clock` outlive this.
+  Scheduler(const SchedulerOptions& options, KvCacheManager* kv, const Clock* clock);
+
+  // Admits a request to `waiting`. Rejects (kInvalidArgument) a duplicate
+  // id, an empty prompt, bad max/min_tokens, prompt + max_tokens beyond
+  // max_model_len, and (kResourceExhausted) a request whose KV cannot fit
+  // even in the empty pool, naming the knob to change.
+  Status add_request(RequestSpec spec);
+
+  // Ends a live request now, freeing its blocks at once (abort, or a stop
+  // string the engine matched). No update is reported for it later.
+  // Returns false if the id is unknown.
+  bool finish_request(RequestId id, FinishReason reason);
+
+  StepPlan schedule();
+  // Consumes the runner's result for `plan` (the last plan schedule()
+  // returned). Requests finished or aborted since then are skipped.
+  StepOutput update(const StepPlan& plan, const StepResult& result);
+
+  // A live (waiting or running) request, or nullptr.
+  const Request* find(RequestId id) const;
+  bool has_unfinished_requests() const { return !requests_.empty(); }
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  // Queue contents in policy order (best first). For tests and debugging.
+  std::vector<RequestId> running_ids() const;
+  std::vector<RequestId> waiting_ids() const;
+  SchedulerStats stats() const;
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  // Policy order: smaller is better.
+  struct OrderKey {
+    int64_t rank = 0;  // 0 (fcfs), or the (aged) priority
+    uint64_t arrival_seq = 0;
+    auto operator<=>(const OrderKey&) const = default;
+  };
+  // A request granted tokens in the step being built.
+  struct Grant {
+    Request* request;
+    int64_t num_new_tokens;
+    bool is_first_step;
+  };
+  struct StepState;
+
+  OrderKey key_of(const Request& r) const;
+  void insert_sorted(std::vector<Request*>* queue, Request* r) const;
+  static void erase_from(std::vector<Request*>* queue, const Request* r);
+
+  // Grants tokens to running request `r`, preempting as needed. Returns
+  // false if `r` itself was preempted.
+  bool schedule_running(Request* r, StepState& st);
+  // Tries to admit waiting_[index]; returns false when the waiting pass stops.
+  bool admit_waiting(size_t index, StepState& st);
+  bool can_preempt_for(const Request& waiting) const;
+  void preempt(Request* victim, StepState& st);
+  void release(Request* r, FinishReason reason);
+
+  SchedulerOptions options_;
+  KvCacheManager* kv_;
+  const Clock* clock_;
+  std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;  // live requests
+  std::vector<Request*> running_;                                     // policy order
+  std::vector<Request*> waiting_;                                     // policy order
+  uint64_t next_arrival_seq_ = 0;
+  uint64_t next_step_id_ = 0;
+  int64_t num_preemptions_ = 0;
+  int64_t num_steps_ = 0;
+};
+
+}  // namespace strata

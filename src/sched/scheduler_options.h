@@ -1,0 +1,53 @@
+// SchedulerOptions: the scheduler's knobs, each with its default and
+// meaning; validated once at start-up. SchedulingPolicy: the order in which
+// requests get KV blocks and tokens. Plain values.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "util/status.h"
+
+namespace strata {
+
+enum class SchedulingPolicy {
+  // First come, first served by admission order. A waiting request never
+  // preempts a running one.
+  kFcfs,
+  // Lower `priority` first, admission order among equals. A waiting request
+  // whose priority is strictly better than the worst running request's may
+  // preempt it.
+  kPriority,
+};
+
+Result<SchedulingPolicy> parse_scheduling_policy(std::string_view name);  // "fcfs" | "priority"
+const char* scheduling_policy_name(SchedulingPolicy policy);
+
+struct SchedulerOptions {
+  // Most requests running at once (--max-num-seqs). >= 1. The effective cap
+  // is min(max_num_seqs, max_num_batched_tokens), so that every running
+  // request gets at least its decode token every step (no starvation).
+  int32_t max_num_seqs = 256;
+  // Most tokens computed per step, decodes and prefill chunks together
+  // (--max-num-batched-tokens). >= 1. Small on a CPU: a step's latency is
+  // proportional to its tokens, and long prefills must not freeze decodes.
+  // Provisional default; the engine's chunked-prefill sweep sets the final one.
+  int64_t max_num_batched_tokens = 256;
+  // Longest prompt + output (--max-model-len); requests beyond it are
+  // rejected at admission. >= 2.
+  int64_t max_model_len = 4096;
+  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+  // Priority aging (priority policy only): every priority_aging_ns spent
+  // since arrival counts as one priority level better, so a low-priority
+  // request cannot wait forever behind a stream of better ones. The order
+  // key is then priority * aging + arrival_ns, which never changes for a
+  // request, so aging never reorders requests already in the queues.
+  // 0 disables aging (strict priority). 0..1e12; priorities are clamped to
+  // +-1e6 inside the key.
+  int64_t priority_aging_ns = 0;
+
+  Status validate() const;
+  int32_t effective_max_num_seqs() const;
+};
+
+}  // namespace strata

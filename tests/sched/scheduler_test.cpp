@@ -1,0 +1,383 @@
+#include "sched/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "harness.h"
+
+namespace strata {
+namespace {
+
+using testing::Harness;
+using testing::make_spec;
+using testing::reference_output;
+using Ids = std::vector<RequestId>;
+
+SchedulerOptions opts(int64_t max_batched, int32_t max_seqs = 256,
+                      SchedulingPolicy policy = SchedulingPolicy::kFcfs) {
+  SchedulerOptions o;
+  o.max_num_batched_tokens = max_batched;
+  o.max_num_seqs = max_seqs;
+  o.policy = policy;
+  return o;
+}
+
+Ids plan_ids(const StepPlan& plan) {
+  Ids ids;
+  for (const ScheduledRequest& r : plan.requests) ids.push_back(r.request_id);
+  return ids;
+}
+
+std::vector<int32_t> plan_counts(const StepPlan& plan) {
+  std::vector<int32_t> n;
+  for (const ScheduledRequest& r : plan.requests) n.push_back(r.num_new_tokens);
+  return n;
+}
+
+void expect_reference_outputs(const Harness& h, const std::vector<RequestSpec>& specs) {
+  for (const RequestSpec& s : specs) {
+    auto it = h.outputs.find(s.id);
+    ASSERT_NE(it, h.outputs.end()) << s.id;
+    EXPECT_EQ(it->second, reference_output(s.prompt_tokens, it->second.size())) << s.id;
+  }
+}
+
+TEST(SchedulerOptionsTest, ValidatesAndParses) {
+  EXPECT_TRUE(SchedulerOptions().validate().is_ok());
+  SchedulerOptions o;
+  o.max_num_batched_tokens = 0;
+  EXPECT_FALSE(o.validate().is_ok());
+  o = SchedulerOptions();
+  o.max_num_batched_tokens = 16;
+  EXPECT_EQ(o.effective_max_num_seqs(), 16);
+  EXPECT_EQ(*parse_scheduling_policy("priority"), SchedulingPolicy::kPriority);
+  EXPECT_EQ(*parse_scheduling_policy("fcfs"), SchedulingPolicy::kFcfs);
+  EXPECT_FALSE(parse_scheduling_policy("lifo").is_ok());
+}
+
+TEST(SchedulerTest, RejectsBadRequestsAtAdmission) {
+  SchedulerOptions o = opts(64);
+  o.max_model_len = 40;
+  Harness h(4, 4, o);  // 16 token slots
+  EXPECT_EQ(h.sched.add_request(make_spec(1, 0, 4)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.sched.add_request(make_spec(1, 4, 0)).code(), StatusCode::kInvalidArgument);
+  RequestSpec bad_min = make_spec(1, 4, 2);
+  bad_min.min_tokens = 3;
+  EXPECT_EQ(h.sched.add_request(bad_min).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.sched.add_request(make_spec(1, 30, 11)).code(), StatusCode::kInvalidArgument);
+  // 10 + 8 - 1 = 17 K/V slots > 16: cannot fit even the empty pool.
+  Status s = h.sched.add_request(make_spec(1, 10, 8));
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("--kv-cache-memory"), std::string::npos);
+  EXPECT_TRUE(h.sched.add_request(make_spec(1, 10, 7)).is_ok());
+  EXPECT_EQ(h.sched.add_request(make_spec(1, 2, 2)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.sched.num_waiting(), 1);
+}
+
+TEST(SchedulerTest, BudgetAccountingAndDecodesFirst) {
+  Harness h(64, 4, opts(8));
+  for (RequestId id = 1; id <= 3; ++id)
+    ASSERT_TRUE(h.sched.add_request(make_spec(id, 5, 3)).is_ok());
+  StepPlan p1 = h.step();
+  EXPECT_EQ(plan_ids(p1), (Ids{1, 2}));
+  EXPECT_EQ(plan_counts(p1), (std::vector<int32_t>{5, 3}));
+  EXPECT_EQ(p1.num_scheduled_tokens, 8);
+  EXPECT_TRUE(p1.requests[0].is_sampling);
+  EXPECT_FALSE(p1.requests[1].is_sampling);
+  StepPlan p2 = h.step();
+  EXPECT_EQ(plan_ids(p2), (Ids{1, 2, 3}));
+  EXPECT_EQ(plan_counts(p2), (std::vector<int32_t>{1, 2, 5}));
+  EXPECT_EQ(p2.num_scheduled_tokens, 8);
+  EXPECT_FALSE(p2.requests[0].is_prefill);
+  EXPECT_EQ(p2.requests[1].num_computed_tokens, 3);
+  StepPlan p3 = h.step();
+  EXPECT_EQ(plan_counts(p3), (std::vector<int32_t>{1, 1, 1}));
+  EXPECT_EQ(h.finished.at(1), FinishReason::kLength);
+  EXPECT_EQ(h.outputs.at(1).size(), 3u);
+  h.run_to_completion();
+  EXPECT_EQ(h.kv.num_free_blocks(), 64);
+}
+
+TEST(SchedulerTest, RunningDecodeGoesBeforeABetterRunningPrefill) {
+  Harness h(64, 4, opts(16, 256, SchedulingPolicy::kPriority));
+  ASSERT_TRUE(h.sched.add_request(make_spec(2, 2, 50, /*priority=*/1)).is_ok());
+  h.step();
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 30, 5, /*priority=*/0)).is_ok());
+  StepPlan p2 = h.step();
+  EXPECT_EQ(plan_ids(p2), (Ids{2, 1}));
+  EXPECT_EQ(plan_counts(p2), (std::vector<int32_t>{1, 15}));
+  StepPlan p3 = h.step();
+  EXPECT_EQ(h.sched.running_ids(), (Ids{1, 2}));  // policy order
+  EXPECT_EQ(plan_ids(p3), (Ids{2, 1}));           // but the decode first
+  EXPECT_EQ(plan_counts(p3), (std::vector<int32_t>{1, 15}));
+  EXPECT_TRUE(p3.requests[1].is_sampling);
+}
+
+TEST(SchedulerTest, ChunkedPrefillPositionsAndBlockTables) {
+  Harness h(64, 4, opts(8));
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 20, 2)).is_ok());
+  const int64_t starts[] = {0, 8, 16};
+  const int32_t counts[] = {8, 8, 4};
+  const size_t blocks[] = {2, 4, 5};
+  for (int i = 0; i < 3; ++i) {
+    StepPlan p = h.step();
+    ASSERT_EQ(p.requests.size(), 1u);
+    const ScheduledRequest& r = p.requests[0];
+    EXPECT_EQ(r.num_computed_tokens, starts[i]);
+    EXPECT_EQ(r.num_new_tokens, counts[i]);
+    EXPECT_EQ(r.block_table.size(), blocks[i]);
+    EXPECT_EQ(r.is_sampling, i == 2);
+    EXPECT_TRUE(r.is_prefill);
+    EXPECT_EQ(r.is_first_step, i == 0);
+    EXPECT_EQ(r.new_token_ids.front(), 100 + starts[i]);
+  }
+  EXPECT_EQ(h.outputs.at(1).size(), 1u);
+}
+
+TEST(SchedulerTest, ForwardBatchFromPlan) {
+  Harness h(64, 4, opts(8));
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 3, 4)).is_ok());
+  h.step();
+  ASSERT_TRUE(h.sched.add_request(make_spec(2, 6, 4)).is_ok());
+  StepPlan p = h.sched.schedule();  // 1 decode token of 1, then 6 of 2
+  ForwardBatch b = to_forward_batch(p);
+  ASSERT_EQ(b.num_tokens(), 7);
+  EXPECT_EQ(b.positions, (std::vector<int32_t>{3, 0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(b.seq_index, (std::vector<int32_t>{0, 1, 1, 1, 1, 1, 1}));
+  // Request 1 holds block 0; request 2 gets blocks 1 and 2.
+  EXPECT_EQ(b.slot_mapping, (std::vector<int32_t>{3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(b.logits_indices, (std::vector<int32_t>{0, 6}));
+  EXPECT_EQ(b.tokens[0], h.outputs.at(1)[0]);
+}
+
+TEST(SchedulerTest, FcfsFinishesInArrivalOrder) {
+  Harness h(64, 4, opts(64, /*max_seqs=*/2));
+  std::vector<RequestSpec> specs;
+  for (RequestId id = 1; id <= 5; ++id) {
+    specs.push_back(make_spec(id, 6, 4));
+    ASSERT_TRUE(h.sched.add_request(specs.back()).is_ok());
+  }
+  h.run_to_completion();
+  EXPECT_EQ(h.finish_order, (Ids{1, 2, 3, 4, 5}));
+  expect_reference_outputs(h, specs);
+}
+
+TEST(SchedulerTest, FcfsHeadOfLineIsNotOvertakenAndVictimKeepsItsPlace) {
+  Harness h(6, 4, opts(64));
+  std::vector<RequestSpec> specs = {make_spec(1, 12, 8), make_spec(2, 12, 4), make_spec(3, 2, 2)};
+  for (const auto& s : specs) ASSERT_TRUE(h.sched.add_request(s).is_ok());
+  StepPlan p1 = h.step();
+  EXPECT_EQ(plan_ids(p1), (Ids{1, 2}));  // the pool is full; 3 waits
+  StepPlan p2 = h.step();
+  // Request 1 needs a 4th block: the latest arrival (2) is the victim.
+  EXPECT_EQ(p2.preempted_ids, (Ids{2}));
+  EXPECT_EQ(plan_ids(p2), (Ids{1}));
+  EXPECT_EQ(h.sched.waiting_ids(), (Ids{2, 3}));  // 2 keeps its place ahead of 3
+  EXPECT_EQ(h.sched.stats().num_preemptions, 1);
+  while (h.sched.has_unfinished_requests()) {
+    StepPlan p = h.step();
+    for (RequestId id : plan_ids(p)) {
+      if (id == 3) {
+        const Request* r2 = h.sched.find(2);
+        EXPECT_TRUE(r2 == nullptr || r2->status == RequestStatus::kRunning);
+      }
+    }
+    h.check_invariants();
+  }
+  expect_reference_outputs(h, specs);
+  EXPECT_EQ(h.outputs.at(1).size(), 8u);
+  EXPECT_EQ(h.outputs.at(2).size(), 4u);
+  EXPECT_EQ(h.kv.num_free_blocks(), 6);
+}
+
+// Pool of 7 blocks of 4; three 8-token prompts take 6. When the decodes
+// need a third block each, the victim is chosen by the policy.
+Ids first_victims(SchedulingPolicy policy) {
+  Harness h(7, 4, opts(64, 256, policy));
+  EXPECT_TRUE(h.sched.add_request(make_spec(1, 8, 6, /*priority=*/0)).is_ok());
+  EXPECT_TRUE(h.sched.add_request(make_spec(2, 8, 6, /*priority=*/5)).is_ok());
+  EXPECT_TRUE(h.sched.add_request(make_spec(3, 8, 6, /*priority=*/1)).is_ok());
+  StepPlan p1 = h.step();
+  EXPECT_EQ(p1.requests.size(), 3u);
+  StepPlan p2 = h.step();
+  h.run_to_completion();
+  EXPECT_EQ(h.finished.size(), 3u);
+  return p2.preempted_ids;
+}
+
+TEST(SchedulerTest, PreemptionVictimIsLowestPriorityThenLatestArrival) {
+  EXPECT_EQ(first_victims(SchedulingPolicy::kPriority), (Ids{2}));
+  EXPECT_EQ(first_victims(SchedulingPolicy::kFcfs), (Ids{3}));
+}
+
+TEST(SchedulerTest, PriorityOrder) {
+  Harness h(64, 4, opts(64, /*max_seqs=*/1, SchedulingPolicy::kPriority));
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 4, 2, 2)).is_ok());
+  ASSERT_TRUE(h.sched.add_request(make_spec(2, 4, 2, 0)).is_ok());
+  ASSERT_TRUE(h.sched.add_request(make_spec(3, 4, 2, 1)).is_ok());
+  ASSERT_TRUE(h.sched.add_request(make_spec(4, 4, 2, 0)).is_ok());
+  EXPECT_EQ(h.sched.waiting_ids(), (Ids{2, 4, 3, 1}));
+  h.run_to_completion();
+  EXPECT_EQ(h.finish_order, (Ids{2, 4, 3, 1}));
+}
+
+TEST(SchedulerTest, WaitingHigherPriorityPreemptsRunningLowerPriority) {
+  Harness h(64, 4, opts(64, /*max_seqs=*/1, SchedulingPolicy::kPriority));
+  std::vector<RequestSpec> specs = {make_spec(1, 10, 6, /*priority=*/5),
+                                    make_spec(2, 5, 3, /*priority=*/0)};
+  ASSERT_TRUE(h.sched.add_request(specs[0]).is_ok());
+  h.step();
+  h.step();
+  ASSERT_TRUE(h.sched.add_request(specs[1]).is_ok());
+  StepPlan p = h.step();
+  EXPECT_EQ(p.preempted_ids, (Ids{1}));
+  EXPECT_EQ(plan_ids(p), (Ids{2}));
+  EXPECT_EQ(h.sched.waiting_ids(), (Ids{1}));
+  h.run_to_completion();
+  EXPECT_EQ(h.finish_order, (Ids{2, 1}));
+  expect_reference_outputs(h, specs);
+  EXPECT_EQ(h.outputs.at(1).size(), 6u);
+  // The victim's recompute hit its own cached blocks (10 prompt + 2 output
+  // tokens -> 2 full blocks of 4).
+  EXPECT_GE(h.sched.stats().prefix_hit_tokens, 8);
+}
+
+TEST(SchedulerTest, EqualPriorityDoesNotPreemptAndFcfsNeverDoes) {
+  for (SchedulingPolicy policy : {SchedulingPolicy::kPriority, SchedulingPolicy::kFcfs}) {
+    Harness h(64, 4, opts(64, /*max_seqs=*/1, policy));
+    ASSERT_TRUE(h.sched.add_request(make_spec(1, 10, 6, 0)).is_ok());
+    h.step();
+    ASSERT_TRUE(h.sched.add_request(make_spec(2, 5, 3, policy == SchedulingPolicy::kFcfs ? -5 : 0))
+                    .is_ok());
+    StepPlan p = h.step();
+    EXPECT_TRUE(p.preempted_ids.empty());
+    EXPECT_EQ(plan_ids(p), (Ids{1}));
+    h.run_to_completion();
+    EXPECT_EQ(h.finish_order, (Ids{1, 2}));
+  }
+}
+
+TEST(SchedulerTest, PriorityAgingPreventsStarvation) {
+  SchedulerOptions o = opts(64, /*max_seqs=*/1, SchedulingPolicy::kPriority);
+  o.priority_aging_ns = 1000;  // the harness clock advances 1000 ns per step
+  Harness h(64, 4, o);
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 4, 2, /*priority=*/10)).is_ok());
+  RequestId next = 100;
+  int steps = 0;
+  while (!h.finished.count(1) && steps < 200) {
+    ASSERT_TRUE(h.sched.add_request(make_spec(next++, 4, 2, /*priority=*/0)).is_ok());
+    h.step();
+    ++steps;
+  }
+  EXPECT_TRUE(h.finished.count(1));
+  EXPECT_GT(steps, 10);  // it did wait for better-priority work first
+  EXPECT_LT(steps, 40);
+}
+
+TEST(SchedulerTest, StopTokensMinTokensIgnoreEosAndMaxTokens) {
+  const RequestSpec base = make_spec(1, 7, 10);
+  const std::vector<int32_t> ref = reference_output(base.prompt_tokens, 10);
+  auto run = [&](int32_t min_tokens, bool ignore_eos, int stop_index) {
+    Harness h(64, 4, opts(64));
+    RequestSpec s = base;
+    s.min_tokens = min_tokens;
+    s.ignore_eos = ignore_eos;
+    s.stop_token_ids = {ref[stop_index]};
+    EXPECT_TRUE(h.sched.add_request(s).is_ok());
+    h.run_to_completion();
+    EXPECT_EQ(h.kv.num_free_blocks(), 64);
+    return std::make_pair(h.finished.at(1), h.outputs.at(1).size());
+  };
+  // Pick a stop token that does not occur earlier in the reference.
+  int k = 3;
+  while (std::find(ref.begin(), ref.begin() + k, ref[k]) != ref.begin() + k) ++k;
+  ASSERT_LT(k, 9);
+  EXPECT_EQ(run(0, false, k), std::make_pair(FinishReason::kStop, static_cast<size_t>(k + 1)));
+  // min_tokens = k + 1: the stop token at output k + 1 is an ordinary token.
+  auto [reason, n] = run(k + 1, false, k);
+  EXPECT_EQ(n > static_cast<size_t>(k + 1), true);
+  (void)reason;
+  EXPECT_EQ(run(0, true, k), std::make_pair(FinishReason::kLength, size_t{10}));
+}
+
+TEST(SchedulerTest, AbortFreesBlocksAtOnce) {
+  Harness h(16, 4, opts(64));
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 9, 20)).is_ok());
+  ASSERT_TRUE(h.sched.add_request(make_spec(2, 9, 20)).is_ok());
+  h.step();
+  EXPECT_EQ(h.kv.num_free_blocks(), 16 - 6);
+  EXPECT_TRUE(h.sched.finish_request(1, FinishReason::kAbort));
+  EXPECT_EQ(h.kv.num_free_blocks(), 16 - 3);
+  EXPECT_FALSE(h.sched.finish_request(1, FinishReason::kAbort));
+  EXPECT_EQ(h.sched.find(1), nullptr);
+  StepPlan p = h.step();
+  EXPECT_EQ(plan_ids(p), (Ids{2}));
+  // Abort between schedule() and update(): the update skips it.
+  StepPlan q = h.sched.schedule();
+  StepResult res = h.runner.run(q);
+  EXPECT_TRUE(h.sched.finish_request(2, FinishReason::kAbort));
+  EXPECT_TRUE(h.sched.update(q, res).updates.empty());
+  EXPECT_EQ(h.kv.num_free_blocks(), 16);
+  EXPECT_FALSE(h.sched.has_unfinished_requests());
+}
+
+TEST(SchedulerTest, FailedRequestFinishesWithErrorAndOthersContinue) {
+  Harness h(16, 4, opts(64));
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 5, 3)).is_ok());
+  ASSERT_TRUE(h.sched.add_request(make_spec(2, 5, 3)).is_ok());
+  StepPlan p = h.sched.schedule();
+  StepResult res = h.runner.run(p);
+  res.failed_ids = {1};
+  StepOutput out = h.sched.update(p, res);
+  ASSERT_EQ(out.updates.size(), 2u);
+  EXPECT_EQ(out.updates[0].finish_reason, FinishReason::kError);
+  EXPECT_FALSE(out.updates[0].has_new_token);
+  EXPECT_TRUE(out.updates[1].has_new_token);
+  EXPECT_EQ(h.sched.running_ids(), (Ids{2}));
+  h.run_to_completion();
+  EXPECT_EQ(h.kv.num_free_blocks(), 16);
+}
+
+TEST(SchedulerTest, ParallelSamplingSiblingsShareThePromptBlocks) {
+  Harness h(64, 4, opts(8));
+  std::vector<RequestSpec> specs;
+  for (RequestId id : {10, 11, 12}) {
+    RequestSpec s = make_spec(id, 20, 3, 0, /*first_token=*/500);
+    if (id != 10) s.prefix_source_id = 10;
+    specs.push_back(s);
+    ASSERT_TRUE(h.sched.add_request(s).is_ok());
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(plan_ids(h.step()), (Ids{10}));
+  StepPlan p = h.step();  // prompt done: siblings admitted with 16 cached tokens
+  EXPECT_EQ(plan_ids(p), (Ids{10, 11, 12}));
+  EXPECT_EQ(plan_counts(p), (std::vector<int32_t>{1, 4, 3}));
+  EXPECT_EQ(h.sched.find(11)->num_cached_prompt_tokens, 16);
+  EXPECT_EQ(h.sched.find(12)->num_cached_prompt_tokens, 16);
+  EXPECT_EQ(p.requests[1].block_table[0], p.requests[0].block_table[0]);
+  h.run_to_completion();
+  expect_reference_outputs(h, specs);
+  EXPECT_EQ(h.outputs.at(11), h.outputs.at(10));  // greedy fake: same tokens
+  EXPECT_EQ(h.kv.num_free_blocks(), 64);
+}
+
+TEST(SchedulerTest, StatsCountRunningWaitingAndPrefixTokens) {
+  Harness h(64, 4, opts(64, /*max_seqs=*/1));
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 9, 1, 0, 7)).is_ok());
+  ASSERT_TRUE(h.sched.add_request(make_spec(2, 9, 1, 0, 7)).is_ok());
+  h.step();
+  SchedulerStats s = h.sched.stats();
+  EXPECT_EQ(s.num_waiting, 1);
+  EXPECT_EQ(s.num_running, 0);  // finished after one token
+  EXPECT_EQ(s.prefix_query_tokens, 9);
+  EXPECT_EQ(s.prefix_hit_tokens, 0);
+  h.step();
+  s = h.sched.stats();
+  EXPECT_EQ(s.prefix_query_tokens, 18);
+  EXPECT_EQ(s.prefix_hit_tokens, 8);
+  EXPECT_EQ(s.num_steps, 2);
+  EXPECT_DOUBLE_EQ(s.kv_usage, 0.0);
+}
+
+}  // namespace
+}  // namespace strata
