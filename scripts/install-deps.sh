@@ -9,8 +9,13 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev
   libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
-  nodejs npm
 )
+# Node.js and npm run the oracles. Some images ship a Node.js build that
+# bundles npm (so Debian's npm package conflicts with it): install Debian's
+# only when the commands are missing.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  APT_PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
