@@ -165,17 +165,6 @@ double weight(float x, float max_logit) {
   return exp_nonpos(x - max_logit);
 }
 
-uint64_t splitmix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-uint64_t rotl(uint64_t x, int k) {
-  return (x << k) | (x >> (64 - k));
-}
-
 bool is_finite(float x) {
   return std::isfinite(x);
 }
@@ -219,29 +208,6 @@ Status SamplingParams::validate(int32_t vocab_size) const {
                                    std::to_string(num_logprobs));
   }
   return Status::ok();
-}
-
-// ---- SamplerRng
-
-SamplerRng::SamplerRng(uint64_t seed) {
-  uint64_t state = seed;
-  for (uint64_t& s : s_) s = splitmix64(&state);
-}
-
-uint64_t SamplerRng::next_u64() {
-  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-  const uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
-  return result;
-}
-
-double SamplerRng::next_unit() {
-  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
 }
 
 // ---- SamplerWorkspace

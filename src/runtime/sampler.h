@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "util/status.h"
+#include "util/xoshiro.h"
 
 namespace strata {
 
@@ -76,17 +77,8 @@ struct SampleResult {
   std::vector<TokenLogprob> top_logprobs;  // num_logprobs entries, most likely first
 };
 
-// xoshiro256** seeded through splitmix64: small, fast, and the same sequence
-// on every platform.
-class SamplerRng {
- public:
-  explicit SamplerRng(uint64_t seed);
-  uint64_t next_u64();
-  double next_unit();  // uniform in [0, 1), 53 random bits
-
- private:
-  uint64_t s_[4];
-};
+// The per-request generator: the same sequence on every platform.
+using SamplerRng = Xoshiro256;
 
 // Scratch buffers for SequenceSampler::sample(), [vocab_size] each
 // (4 x 4 bytes per vocab entry). Reuse one per thread.

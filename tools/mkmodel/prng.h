@@ -9,14 +9,11 @@
 #include <cmath>
 #include <cstdint>
 
+#include "util/xoshiro.h"
+
 namespace strata::mkmodel {
 
-inline uint64_t splitmix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+using strata::splitmix64;
 
 // A stable 64-bit mix of a seed and a stream id (tensor, row).
 inline uint64_t mix_seed(uint64_t seed, uint64_t stream) {
@@ -103,24 +100,12 @@ inline void portable_cos_sin_turns(double u, double* c, double* s) {
 
 class Prng {
  public:
-  explicit Prng(uint64_t seed) {
-    for (uint64_t& w : s_) w = splitmix64(&seed);
-  }
+  explicit Prng(uint64_t seed) : gen_(seed) {}
 
-  uint64_t next_u64() {
-    const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
-    return result;
-  }
+  uint64_t next_u64() { return gen_.next_u64(); }
 
   // Uniform in [0, 1) with 53 random bits.
-  double uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+  double uniform() { return gen_.next_unit(); }
 
   // Standard normal (Box-Muller; the second value of each pair is kept).
   double normal() {
@@ -139,9 +124,7 @@ class Prng {
   }
 
  private:
-  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-  uint64_t s_[4];
+  Xoshiro256 gen_;
   double spare_ = 0;
   bool has_spare_ = false;
 };
