@@ -28,12 +28,15 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 set +e
 "${build}/fuzz_gguf" "${work}" "${seeds}" \
   -max_total_time="${seconds}" -rss_limit_mb=1024 -malloc_limit_mb=512 -timeout=10 \
-  -max_len=65536 -artifact_prefix="${artifacts}" -print_final_stats=1 2>&1 | tee "${log}"
-rc=${PIPESTATUS[0]}
+  -max_len=65536 -artifact_prefix="${artifacts}" -print_final_stats=1 > "${log}" 2>&1
+rc=$?
 set -e
+# libFuzzer logs every coverage gain; CI shows the last lines (all on failure).
 
 if [[ ${rc} -ne 0 ]] || grep -qE "ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|SUMMARY: UndefinedBehaviorSanitizer" "${log}"; then
+  cat "${log}"
   echo "fuzz_gguf: FAILED (exit ${rc}); reproducer(s) in ${artifacts}" >&2
   exit 1
 fi
+tail -n 12 "${log}"
 echo "fuzz_gguf: clean for ${seconds}s"
