@@ -5,6 +5,11 @@
 # Then the kernel microbenchmarks (Google Benchmark).
 #
 #   scripts/bench.sh [BUILD_DIR]     env: SHAPES="1.1b" TYPES="q8_0 q4_0" REPS=3 THREADS=2
+#
+# The reference is node-llama-cpp's prebuilt llama.cpp by default. Set
+# LLAMA_BENCH=/path/to/llama-bench to use a llama-bench binary instead (built
+# from the llama.cpp source that node-llama-cpp@3.22.1 carries, outside this
+# repository), which has no JavaScript in its decode loop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -37,8 +42,13 @@ for shape in $SHAPES; do
     fi
     s=$("$BUILD/strata" bench forward -m "$f" --prompt "$PROMPT" --gen "$GEN" \
         --threads "$THREADS" --reps "$REPS" --json)
-    l=$(node scripts/bench_llamacpp.mjs "$f" --prompt "$PROMPT" --gen "$GEN" \
-        --threads "$THREADS" --reps "$REPS")
+    if [ -n "${LLAMA_BENCH:-}" ]; then
+      l=$("$LLAMA_BENCH" -m "$f" -p "$PROMPT" -n "$GEN" -t "$THREADS" -r "$REPS" -fa off -o json |
+          python3 -c 'import json,sys; r=json.load(sys.stdin); t={x["n_prompt"]>0: x["avg_ts"] for x in r}; print(json.dumps({"prefill_tok_s": t[True], "decode_tok_s": t[False]}))')
+    else
+      l=$(node scripts/bench_llamacpp.mjs "$f" --prompt "$PROMPT" --gen "$GEN" \
+          --threads "$THREADS" --reps "$REPS")
+    fi
     python3 - "$shape-$type" "$s" "$l" <<'PY'
 import json, sys
 name, s, l = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
