@@ -9,84 +9,111 @@
 #include "kernels/fp16.h"
 
 namespace strata {
+
+void softmax_weights_scalar(float* s, int64_t n) {
+  float max_score = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) max_score = std::max(max_score, s[j]);
+  double sum = 0.0;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = std::exp(s[j] - max_score);
+    sum += s[j];
+  }
+  const float inv_sum = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < n; ++j) s[j] = fp16_to_fp32(fp32_to_fp16(s[j] * inv_sum));
+}
+
 namespace {
 
-// Scalar version of the per-block step (see attention_block.h).
-void attend_block_scalar(const AttendBlockArgs& a) {
+// Scalar versions of the per-block steps (see attention_block.h).
+void score_block_scalar(const AttendBlockArgs& a) {
   const int hd = a.head_dim;
   for (int h = 0; h < a.group; ++h) {
-    float* s = a.scores;  // [n]
-    float block_max = -INFINITY;
     for (int j = 0; j < a.n; ++j) {
       const uint16_t* kr = a.k + j * a.row_stride;
       float dot = 0.0f;
       for (int i = 0; i < hd; ++i) dot += a.q[h * hd + i] * fp16_to_fp32(kr[i]);
-      s[j] = a.scale * dot;
-      block_max = std::max(block_max, s[j]);
+      a.scores[h * a.score_stride + j] = a.scale * dot;
     }
-    const float new_max = std::max(a.run_max[h], block_max);
-    const float correction = std::exp(a.run_max[h] - new_max);  // 0 on the first block
+  }
+}
+
+void accumulate_block_scalar(const AttendBlockArgs& a) {
+  const int hd = a.head_dim;
+  for (int h = 0; h < a.group; ++h) {
     float* acc = a.acc + h * hd;
-    if (correction != 1.0f) {
-      for (int i = 0; i < hd; ++i) acc[i] *= correction;
-    }
-    float sum = a.run_sum[h] * correction;
     for (int j = 0; j < a.n; ++j) {
-      const float p = std::exp(s[j] - new_max);
-      sum += p;
+      const float p = a.scores[h * a.score_stride + j];
       const uint16_t* vr = a.v + j * a.row_stride;
       for (int i = 0; i < hd; ++i) acc[i] += p * fp16_to_fp32(vr[i]);
     }
-    a.run_sum[h] = sum;
-    a.run_max[h] = new_max;
   }
 }
 
 // Token t, KV head g: the query heads [g*group, (g+1)*group) attend to
-// positions [0, pos[t]] with an online softmax, one KV block at a time.
+// positions [0, pos[t]]: scores for the whole row block by block, softmax
+// per head, then the weighted sum of V block by block.
 void attend_group(const float* q, const KvLayerView& kv, const AttentionBatch& batch, int n_heads,
                   float scale, float* out, int64_t t, int g, bool use_avx2) {
   const int group = n_heads / kv.n_kv_heads;
   const int hd = kv.head_dim;
   const int bs = kv.block_size;
   const int64_t row_stride = static_cast<int64_t>(kv.n_kv_heads) * hd;  // elems per slot
+  const int64_t n_pos = static_cast<int64_t>(batch.pos[t]) + 1;
+  const int64_t score_stride = (n_pos + 7) / 8 * 8;
   thread_local std::vector<float> scratch;
-  const size_t scratch_floats = 2 * static_cast<size_t>(group) + static_cast<size_t>(bs) +
-                                2 * static_cast<size_t>(bs) * hd + 8;
+  const size_t q_floats = static_cast<size_t>(group) * hd;
+  const size_t score_floats = static_cast<size_t>(group) * score_stride;
+  const size_t scratch_floats = q_floats + score_floats + static_cast<size_t>(bs) * hd;
   if (scratch.size() < scratch_floats) scratch.resize(scratch_floats);
+  const float* q_group = q + (t * n_heads + static_cast<int64_t>(g) * group) * hd;
+  float* q16 = scratch.data();  // [group][hd], q rounded to fp16 as llama.cpp's K·q does
+  if (use_avx2) {
+    avx2::round_to_fp16(q_group, q16, static_cast<int64_t>(q_floats));
+  } else {
+    for (size_t i = 0; i < q_floats; ++i) q16[i] = fp16_to_fp32(fp32_to_fp16(q_group[i]));
+  }
   AttendBlockArgs a;
-  a.q = q + (t * n_heads + static_cast<int64_t>(g) * group) * hd;      // [group][hd]
+  a.q = q16;
   a.acc = out + (t * n_heads + static_cast<int64_t>(g) * group) * hd;  // [group][hd]
   a.group = group;
   a.head_dim = hd;
   a.row_stride = row_stride;
   a.scale = scale;
-  a.run_max = scratch.data();     // [group]
-  a.run_sum = a.run_max + group;  // [group]
-  a.scores = a.run_sum + group;   // [bs]
-  a.kv_f32 = a.scores + bs;       // [2][bs][hd]
-  std::fill(a.acc, a.acc + static_cast<size_t>(group) * hd, 0.0f);
-  std::fill(a.run_max, a.run_max + group, -INFINITY);
-  std::fill(a.run_sum, a.run_sum + group, 0.0f);
+  a.score_stride = score_stride;
+  float* scores = q16 + q_floats;  // [group][score_stride]
+  a.kv_f32 = scores + score_floats;
+  std::fill(a.acc, a.acc + q_floats, 0.0f);
 
   const int32_t* table = batch.block_tables[batch.seq[t]];
-  const int64_t n_pos = static_cast<int64_t>(batch.pos[t]) + 1;
-  for (int64_t p0 = 0; p0 < n_pos; p0 += bs) {
-    a.n = static_cast<int>(std::min<int64_t>(bs, n_pos - p0));
-    const int64_t base =
-        static_cast<int64_t>(table[p0 / bs]) * bs * row_stride + static_cast<int64_t>(g) * hd;
-    a.k = kv.k + base;
-    a.v = kv.v + base;
-    if (use_avx2) {
-      avx2::attend_block(a);
-    } else {
-      attend_block_scalar(a);
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      for (int h = 0; h < group; ++h) {
+        if (use_avx2) {
+          avx2::softmax_weights(scores + h * score_stride, n_pos);
+        } else {
+          softmax_weights_scalar(scores + h * score_stride, n_pos);
+        }
+      }
     }
-  }
-  for (int h = 0; h < group; ++h) {
-    const float inv = 1.0f / a.run_sum[h];
-    float* acc = a.acc + h * hd;
-    for (int i = 0; i < hd; ++i) acc[i] *= inv;
+    for (int64_t p0 = 0; p0 < n_pos; p0 += bs) {
+      a.n = static_cast<int>(std::min<int64_t>(bs, n_pos - p0));
+      const int64_t base =
+          static_cast<int64_t>(table[p0 / bs]) * bs * row_stride + static_cast<int64_t>(g) * hd;
+      a.k = kv.k + base;
+      a.v = kv.v + base;
+      a.scores = scores + p0;
+      if (pass == 0) {
+        if (use_avx2) {
+          avx2::score_block(a);
+        } else {
+          score_block_scalar(a);
+        }
+      } else if (use_avx2) {
+        avx2::accumulate_block(a);
+      } else {
+        accumulate_block_scalar(a);
+      }
+    }
   }
 }
 
@@ -133,6 +160,7 @@ void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch
   const int hd = kv.head_dim;
   const int64_t row = static_cast<int64_t>(kv.n_kv_heads) * hd;
   std::vector<float> scores;
+  std::vector<float> q16(static_cast<size_t>(hd));
   for (int64_t t = 0; t < batch.n_tokens; ++t) {
     const int32_t* table = batch.block_tables[batch.seq[t]];
     const int64_t n_pos = static_cast<int64_t>(batch.pos[t]) + 1;
@@ -140,29 +168,23 @@ void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch
     for (int h = 0; h < n_heads; ++h) {
       const int g = h / group;
       const float* qh = q + (t * n_heads + h) * hd;
-      float max_score = -INFINITY;
+      for (int i = 0; i < hd; ++i) q16[i] = fp16_to_fp32(fp32_to_fp16(qh[i]));
       for (int64_t p = 0; p < n_pos; ++p) {
         const int64_t slot =
             static_cast<int64_t>(table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
         const uint16_t* kr = kv.k + slot * row + static_cast<int64_t>(g) * hd;
         float dot = 0.0f;
-        for (int i = 0; i < hd; ++i) dot += qh[i] * fp16_to_fp32(kr[i]);
-        scores[p] = dot * scale;
-        max_score = std::max(max_score, scores[p]);
+        for (int i = 0; i < hd; ++i) dot += q16[i] * fp16_to_fp32(kr[i]);
+        scores[p] = scale * dot;
       }
-      float sum = 0.0f;
-      for (int64_t p = 0; p < n_pos; ++p) {
-        scores[p] = std::exp(scores[p] - max_score);
-        sum += scores[p];
-      }
+      softmax_weights_scalar(scores.data(), n_pos);
       float* o = out + (t * n_heads + h) * hd;
       std::fill(o, o + hd, 0.0f);
       for (int64_t p = 0; p < n_pos; ++p) {
         const int64_t slot =
             static_cast<int64_t>(table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
         const uint16_t* vr = kv.v + slot * row + static_cast<int64_t>(g) * hd;
-        const float w = scores[p] / sum;
-        for (int i = 0; i < hd; ++i) o[i] += w * fp16_to_fp32(vr[i]);
+        for (int i = 0; i < hd; ++i) o[i] += scores[p] * fp16_to_fp32(vr[i]);
       }
     }
   }

@@ -7,8 +7,9 @@
 //
 // The batch is flat: token t belongs to sequence seq[t] at position pos[t]
 // and attends to positions [0, pos[t]] of that sequence (its own K/V must
-// already be written, see write_kv). Online softmax; the query heads of one
-// KV head group are processed together so each K/V row is read once.
+// already be written, see write_kv). Two passes per (token, KV head): all
+// scores, then softmax and the weighted sum of V; the query heads of one KV
+// head group are processed together so each K/V row is converted once.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +42,11 @@ void write_kv(const KvLayerView& kv, const float* k, const float* v, const int32
 
 // out, q: [n_tokens][n_heads][head_dim]. scale is usually 1/sqrt(head_dim).
 // n_heads must be a multiple of kv.n_kv_heads (GQA groups). Threads split
-// the (token, kv_head) pairs; q stays fp32 and scores/accumulators are fp32.
+// the (token, kv_head) pairs. The numerics follow llama.cpp's non-flash CPU
+// attention: q is rounded to fp16 for K·q; the softmax weights (max
+// subtracted, exp, sum in double) are normalized and rounded to fp16 before
+// the V product; dot products and accumulators are fp32. Scratch grows with
+// pos[t] (group * (pos + 1) floats per thread).
 void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch,
                      int n_heads, float scale, float* out, ThreadPool& pool);
 

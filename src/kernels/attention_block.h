@@ -1,11 +1,13 @@
-// Internal to src/kernels: one step of paged attention's online softmax, the
-// unit that has a scalar (attention.cpp) and an AVX2 (attention_avx2.cpp)
-// version.
+// Internal to src/kernels: the two per-block steps of paged attention, each
+// with a scalar (attention.cpp) and an AVX2 (attention_avx2.cpp) version.
 //
-// For the `group` query heads that share one KV head, folds `n` consecutive
-// positions of one KV block into the running (max, sum, acc) state:
-//   s_hj = scale * q_h · k_j;  m' = max(m_h, max_j s_hj);
-//   acc_h = acc_h * e^(m_h - m') + sum_j e^(s_hj - m') v_j;  likewise sum_h.
+// For the `group` query heads that share one KV head, attention runs in two
+// passes over the sequence's KV blocks, as llama.cpp's non-flash CPU path
+// computes it (softmax(scale · K·q) then V·p, both matmuls over fp16):
+//   1. score_block:      s_hj = scale * (q_h · k_j), q_h already rounded to
+//                        fp16, dot in fp32;
+//   (softmax_weights over the whole row: p_hj = fp16(e^(s_hj - m_h) / sum_h))
+//   2. accumulate_block: acc_h += sum_j p_hj v_j in fp32.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +15,7 @@
 namespace strata {
 
 struct AttendBlockArgs {
-  const float* q = nullptr;     // [group][head_dim]
+  const float* q = nullptr;     // [group][head_dim], values exactly representable in fp16
   const uint16_t* k = nullptr;  // position j at k + j * row_stride, fp16 [head_dim]
   const uint16_t* v = nullptr;  // same layout as k
   int64_t row_stride = 0;       // elements between consecutive positions
@@ -21,15 +23,25 @@ struct AttendBlockArgs {
   int group = 0;
   int head_dim = 0;
   float scale = 1.0f;
-  float* run_max = nullptr;  // [group]
-  float* run_sum = nullptr;  // [group]
-  float* acc = nullptr;      // [group][head_dim], unnormalized output
-  float* scores = nullptr;   // scratch [block_size]
-  float* kv_f32 = nullptr;   // scratch [2][block_size][head_dim]
+  // Scores (pass 1 output) / fp16-rounded weights (pass 2 input) of this
+  // block: head h, position j at scores[h * score_stride + j].
+  float* scores = nullptr;
+  int64_t score_stride = 0;
+  float* acc = nullptr;     // [group][head_dim], pass 2 accumulates into it
+  float* kv_f32 = nullptr;  // scratch [block_size][head_dim]
 };
 
+// Turns one row of n scores into softmax weights in place, each rounded to
+// fp16 (as llama.cpp converts them before the V product): subtract the max,
+// exp, sum in double, multiply by the fp32 reciprocal of the sum.
+void softmax_weights_scalar(float* s, int64_t n);
+
 namespace avx2 {
-void attend_block(const AttendBlockArgs& a);
+void score_block(const AttendBlockArgs& a);
+void accumulate_block(const AttendBlockArgs& a);
+void softmax_weights(float* s, int64_t n);
+// dst[i] = fp16-rounded src[i], n elements.
+void round_to_fp16(const float* src, float* dst, int64_t n);
 }  // namespace avx2
 
 }  // namespace strata

@@ -55,16 +55,6 @@ inline __m256i load256(const void* p) {
 // the quantized formats; F16/BF16 activations are kept as fp32 values rounded
 // through f16/bf16, which gives the same products without reconverting).
 
-// round() semantics (half away from zero), exactly.
-inline __m256 round_half_away(__m256 v) {
-  const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
-  const __m256 frac = _mm256_andnot_ps(sign_mask, _mm256_sub_ps(v, t));
-  const __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(sign_mask, v));
-  const __m256 bump = _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), one);
-  return _mm256_add_ps(t, bump);
-}
-
 // Packs 32 int32 lanes (4 vectors, each |v| <= 127) into 32 int8 in order.
 inline __m256i pack_i32_to_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
   const __m256i ab = _mm256_packs_epi32(a, b);
@@ -86,14 +76,13 @@ void encode_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
       m = _mm256_max_ps(m, _mm256_and_ps(v[i], abs_mask));
     }
     const float amax = hmax_abs(m);
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = fp32_to_fp16(d);
-    const __m256 vid = _mm256_set1_ps(id);
+    y[b].d = fp32_to_fp16(amax / 127.0f);
+    const __m256 vid = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
     __m256i q[4];
 #pragma GCC unroll 8
     for (int i = 0; i < 4; ++i) {
-      q[i] = _mm256_cvtps_epi32(round_half_away(_mm256_mul_ps(v[i], vid)));
+      q[i] = _mm256_cvtps_epi32(
+          _mm256_round_ps(_mm256_mul_ps(v[i], vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs),
                         pack_i32_to_i8(q[0], q[1], q[2], q[3]));
@@ -279,6 +268,84 @@ void q8_tile(const uint8_t* const* w, const uint8_t* const* x, int64_t nb, float
     for (int t = 0; t < T; ++t) out[t * out_stride + r] = hsum(acc[r][t]);
 }
 
+// Q4_0 against Q8_0 with each block's dot product summed exactly in integers
+// before it is scaled and accumulated in fp32 (one fused multiply-add per
+// block, in block order): the rounding of llama.cpp's repacked Q4_0 kernels.
+// Pairs (r, t) are handled four at a time, their block sums gathered into
+// one vector by a horizontal-add tree.
+template <int R, int T>
+void q4_0_tile(const uint8_t* const* w, const uint8_t* const* x, int64_t nb, float* out,
+               int64_t out_stride, int64_t prefetch_bytes) {
+  constexpr int kPairs = R * T;
+  static_assert(kPairs == 1 || T == 4 || (R == 4 && T == 1), "pairs are reduced four at a time");
+  constexpr int kGroups = (kPairs + 3) / 4;
+  __m128 acc[kGroups];
+#pragma GCC unroll 8
+  for (int g = 0; g < kGroups; ++g) acc[g] = _mm_setzero_ps();
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i wv[R];
+    float dw[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const BlockQ4_0& blk = reinterpret_cast<const BlockQ4_0*>(w[r])[b];
+      _mm_prefetch(reinterpret_cast<const char*>(&blk) + prefetch_bytes, _MM_HINT_T0);
+      wv[r] = WeightQ4_0::load(blk);
+      dw[r] = half_to_float(blk.d);
+    }
+    __m256i p32[kPairs];
+    float dx[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x[t])[b];
+      const __m256i xv = load256(xb.qs);
+      dx[t] = half_to_float(xb.d);
+      // 8 * sum(x) spread over the lanes: removes the +8 of the raw nibbles.
+      const __m256i offset_sum = _mm256_slli_epi32(
+          _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), xv), ones), 3);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        p32[r * T + t] =
+            _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(wv[r], xv), ones), offset_sum);
+      }
+    }
+    if constexpr (kPairs == 1) {
+      const __m128i h =
+          _mm_add_epi32(_mm256_castsi256_si128(p32[0]), _mm256_extracti128_si256(p32[0], 1));
+      const __m128i h2 = _mm_hadd_epi32(h, h);
+      const __m128i sum = _mm_hadd_epi32(h2, h2);
+      acc[0] = _mm_fmadd_ss(_mm_cvtepi32_ps(sum), _mm_set_ss(dw[0] * dx[0]), acc[0]);
+    } else {
+      // Group g holds pairs 4g..4g+3: (row g, tokens 0..3) when T == 4,
+      // otherwise (rows 0..3, token 0). Scales dw * dx in fp32, per pair.
+      __m128 dx4 = _mm_setzero_ps(), dw4 = _mm_setzero_ps();
+      if constexpr (T == 4) {
+        dx4 = _mm_setr_ps(dx[0], dx[1], dx[2], dx[3]);
+      } else {
+        dw4 = _mm_setr_ps(dw[0], dw[1], dw[2], dw[3]);
+      }
+#pragma GCC unroll 8
+      for (int g = 0; g < kGroups; ++g) {
+        const __m256i* v = p32 + 4 * g;
+        const __m256i h =
+            _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+        const __m128i sums =
+            _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+        const __m128 scale =
+            T == 4 ? _mm_mul_ps(_mm_set1_ps(dw[g]), dx4) : _mm_mul_ps(dw4, _mm_set1_ps(dx[0]));
+        acc[g] = _mm_fmadd_ps(_mm_cvtepi32_ps(sums), scale, acc[g]);
+      }
+    }
+  }
+  alignas(16) float result[4 * kGroups];
+#pragma GCC unroll 8
+  for (int g = 0; g < kGroups; ++g) _mm_store_ps(result + 4 * g, acc[g]);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) out[t * out_stride + r] = result[r * T + t];
+}
+
 // ---------------------------------------------------------------------------
 // Q4_K / Q6_K weights (one row) against T Q8_K activation rows.
 
@@ -304,15 +371,17 @@ inline void q4_k_unpack_scales(const uint8_t* packed, uint8_t* sc, uint8_t* mn) 
   std::memcpy(mn + 4, &mn_hi, 4);
 }
 
+// Per token and block, the integer sums of each pair of sub-blocks (64
+// elements) are scaled and accumulated in fp32 one pair at a time with a
+// fused multiply-add, in the order llama.cpp's repacked Q4_K GEMM uses, so
+// that both round alike. The scaled sums and the min terms travel together
+// in lanes 0 and 1 of one accumulator.
 template <int T>
 void q4_k_tile(const uint8_t* w_row, const uint8_t* const* x, int64_t nb, float* out,
                int64_t out_stride, int64_t row_bytes) {
-  __m256 acc[T], acc_min[T];
+  __m128 acc[T];  // [sum, min, -, -]
 #pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) {
-    acc[t] = _mm256_setzero_ps();
-    acc_min[t] = _mm256_setzero_ps();
-  }
+  for (int t = 0; t < T; ++t) acc[t] = _mm_setzero_ps();
   const auto* wb = reinterpret_cast<const BlockQ4_K*>(w_row);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
@@ -331,24 +400,39 @@ void q4_k_tile(const uint8_t* w_row, const uint8_t* const* x, int64_t nb, float*
       q[2 * c] = _mm256_and_si256(raw, low4);
       q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
     }
-    const float d = half_to_float(blk.d), dmin = half_to_float(blk.dmin);
+    const __m128 d_dmin = _mm_setr_ps(half_to_float(blk.d), half_to_float(blk.dmin), 0.0f, 0.0f);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x[t])[b];
-      __m256i isum = _mm256_setzero_si256();
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) {
-        const __m256i p16 = _mm256_maddubs_epi16(q[j], load256(xb.qs + 32 * j));
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, _mm256_set1_epi16(sc[j])));
+      __m256i pair[4];
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        const __m256i p0 = _mm256_maddubs_epi16(q[2 * c], load256(xb.qs + 64 * c));
+        const __m256i p1 = _mm256_maddubs_epi16(q[2 * c + 1], load256(xb.qs + 64 * c + 32));
+        pair[c] = _mm256_add_epi32(_mm256_madd_epi16(p0, _mm256_set1_epi16(sc[2 * c])),
+                                   _mm256_madd_epi16(p1, _mm256_set1_epi16(sc[2 * c + 1])));
       }
+      const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(pair[0], pair[1]),
+                                          _mm256_hadd_epi32(pair[2], pair[3]));
+      const __m128i sums = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+      // Lane j of msum: sub-block j's min term; pairs are adjacent lanes.
       const __m256i msum = _mm256_madd_epi16(mn16, load256(xb.bsums));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * xb.d), acc[t]);
-      acc_min[t] =
-          _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * xb.d), acc_min[t]);
+      const __m256i mh = _mm256_hadd_epi32(msum, msum);  // [m01 m23 . . | m45 m67 . .]
+      const __m128i mins =
+          _mm_unpacklo_epi64(_mm256_castsi256_si128(mh), _mm256_extracti128_si256(mh, 1));
+      const __m128 f01 = _mm_cvtepi32_ps(_mm_unpacklo_epi32(sums, mins));  // [s0 m0 s1 m1]
+      const __m128 f23 = _mm_cvtepi32_ps(_mm_unpackhi_epi32(sums, mins));  // [s2 m2 s3 m3]
+      const __m128 scale = _mm_mul_ps(d_dmin, _mm_set1_ps(xb.d));          // [d dx, dmin dx]
+      acc[t] = _mm_fmadd_ps(f01, scale, acc[t]);
+      acc[t] = _mm_fmadd_ps(_mm_movehl_ps(f01, f01), scale, acc[t]);
+      acc[t] = _mm_fmadd_ps(f23, scale, acc[t]);
+      acc[t] = _mm_fmadd_ps(_mm_movehl_ps(f23, f23), scale, acc[t]);
     }
   }
 #pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) out[t * out_stride] = hsum(_mm256_sub_ps(acc[t], acc_min[t]));
+  for (int t = 0; t < T; ++t) {
+    out[t * out_stride] = _mm_cvtss_f32(_mm_sub_ss(acc[t], _mm_movehdup_ps(acc[t])));
+  }
 }
 
 template <int T>
@@ -468,15 +552,24 @@ void matmul_q8(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, in
     drive<R, T>(
         w, x_enc, x_row_bytes, n, y, r0, r1,
         [&](int rows, int toks, const uint8_t* const* wr, const uint8_t* const* xr, float* out) {
+          constexpr bool is_q4_0 = W::kIsUnsigned;
           if (rows == R && toks == T) {
-            q8_tile<W, R, T>(wr, xr, nb, out, w.rows, R * row_bytes);
+            if constexpr (is_q4_0) {
+              q4_0_tile<R, T>(wr, xr, nb, out, w.rows, R * row_bytes);
+            } else {
+              q8_tile<W, R, T>(wr, xr, nb, out, w.rows, R * row_bytes);
+            }
             return;
           }
 #pragma GCC unroll 8
           for (int i = 0; i < rows; ++i) {
 #pragma GCC unroll 8
             for (int t = 0; t < toks; ++t) {
-              q8_tile<W, 1, 1>(wr + i, xr + t, nb, out + t * w.rows + i, w.rows, row_bytes);
+              if constexpr (is_q4_0) {
+                q4_0_tile<1, 1>(wr + i, xr + t, nb, out + t * w.rows + i, w.rows, row_bytes);
+              } else {
+                q8_tile<W, 1, 1>(wr + i, xr + t, nb, out + t * w.rows + i, w.rows, row_bytes);
+              }
             }
           }
         });

@@ -26,6 +26,11 @@ struct RopeParams {
 // nullptr for no weight). y may alias x.
 void rms_norm(const float* x, const float* w, float* y, int64_t n_rows, int64_t dim, float eps);
 
+// The rotation of each pair for one position: cos_out, sin_out [rot_dim / 2],
+// angle_i = position * freq_scale * freq_base^(-2i / rot_dim) in fp32, the
+// power built by repeated multiplication (as llama.cpp, for bit-close logits).
+void rope_cos_sin(int32_t position, const RopeParams& p, float* cos_out, float* sin_out);
+
 // Rotates x in place: x is [n_tokens][n_heads][head_dim]; token t has
 // position positions[t].
 void rope(float* x, const int32_t* positions, int64_t n_tokens, int n_heads, const RopeParams& p);

@@ -12,22 +12,21 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n_rows, int64_t 
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* xr = x + r * dim;
     float* yr = y + r * dim;
-    // Sum of squares in double, as the reference does (only the summation
-    // order differs), so long rows lose no precision.
+    // Squares rounded to fp32 and summed in double, as the reference does
+    // (only the summation order differs), so long rows lose no precision.
     __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
     int64_t i = 0;
     for (; i + 8 <= dim; i += 8) {
       const __m256 v = _mm256_loadu_ps(xr + i);
-      const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
-      const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-      acc0 = _mm256_fmadd_pd(lo, lo, acc0);
-      acc1 = _mm256_fmadd_pd(hi, hi, acc1);
+      const __m256 sq = _mm256_mul_ps(v, v);
+      acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+      acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
     }
     acc0 = _mm256_add_pd(acc0, acc1);
     alignas(32) double parts[4];
     _mm256_store_pd(parts, acc0);
     double sum_sq = (parts[0] + parts[1]) + (parts[2] + parts[3]);
-    for (; i < dim; ++i) sum_sq += static_cast<double>(xr[i]) * xr[i];
+    for (; i < dim; ++i) sum_sq += static_cast<double>(xr[i] * xr[i]);
     const float scale =
         1.0f / std::sqrt(static_cast<float>(sum_sq / static_cast<double>(dim)) + eps);
     const __m256 vs = _mm256_set1_ps(scale);

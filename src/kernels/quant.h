@@ -75,9 +75,12 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n);
 // and deterministic: the same input gives the same bytes on every machine.
 std::vector<uint8_t> quantize_rows(DType t, const float* src, int64_t rows, int64_t cols);
 
-// Activation quantizers used by matmul (n a multiple of the block size).
-// Q8_0: d = amax/127 stored as f16, q = round(x/d). Q8_K: d = amax/127 in
-// f32, q = nearest(x/d), bsums[g] = sum of qs[16g .. 16g+15].
+// Reference quantizers (n a multiple of the block size). Q8_0: d = amax/127
+// stored as f16, q = round(x/d) (half away from zero), the weight encoding
+// (matmul encodes Q8_0 activations as llama.cpp's AVX2 path does, see
+// vec_dot.cpp). Q8_K (activations): d = amax/127 in f32, q = nearest(x/d),
+// bsums[g] = sum of qs[16g .. 16g+15]; the same codes as llama.cpp's, which
+// scales by -127/max (signed), up to a sign.
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
 void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n);
 

@@ -1,6 +1,8 @@
 #include "kernels/vec_dot.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/fp16.h"
@@ -37,6 +39,8 @@ float dot_q8_0(const BlockQ8_0* w, const BlockQ8_0* x, int64_t n) {
   return sum;
 }
 
+// Each block's exact integer dot, scaled and accumulated with a fused
+// multiply-add (as llama.cpp's repacked Q4_0 kernels round).
 float dot_q4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n) {
   float sum = 0.0f;
   for (int64_t b = 0; b < n / kQK4_0; ++b) {
@@ -45,15 +49,19 @@ float dot_q4_0(const BlockQ4_0* w, const BlockQ8_0* x, int64_t n) {
       isum += ((w[b].qs[j] & 0xF) - 8) * x[b].qs[j];
       isum += ((w[b].qs[j] >> 4) - 8) * x[b].qs[j + kQK4_0 / 2];
     }
-    sum += static_cast<float>(isum) * (fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d));
+    sum = std::fma(static_cast<float>(isum), fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d), sum);
   }
   return sum;
 }
 
+// Pairs of sub-blocks (64 elements) are summed exactly in integers, then
+// scaled and accumulated in fp32 one pair at a time with fused multiply-adds
+// (as llama.cpp's repacked Q4_K GEMM, whose rounding this reproduces).
 float dot_q4_k(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n) {
-  float sum = 0.0f;
+  float acc = 0.0f, acc_min = 0.0f;
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    int sumi = 0, summ = 0;
+    const float d = fp16_to_fp32(w[b].d) * x[b].d;
+    const float dmin = fp16_to_fp32(w[b].dmin) * x[b].d;
     for (int c = 0; c < 4; ++c) {
       const uint8_t* q = w[b].qs + 32 * c;
       const int8_t* a = x[b].qs + 64 * c;
@@ -65,14 +73,14 @@ float dot_q4_k(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n) {
         lo += (q[l] & 0xF) * a[l];
         hi += (q[l] >> 4) * a[l + 32];
       }
-      sumi += sc0 * lo + sc1 * hi;
-      summ += m0 * (x[b].bsums[4 * c] + x[b].bsums[4 * c + 1]) +
-              m1 * (x[b].bsums[4 * c + 2] + x[b].bsums[4 * c + 3]);
+      const int sumi = sc0 * lo + sc1 * hi;
+      const int summ = m0 * (x[b].bsums[4 * c] + x[b].bsums[4 * c + 1]) +
+                       m1 * (x[b].bsums[4 * c + 2] + x[b].bsums[4 * c + 3]);
+      acc = std::fma(static_cast<float>(sumi), d, acc);
+      acc_min = std::fma(static_cast<float>(summ), dmin, acc_min);
     }
-    sum += x[b].d * fp16_to_fp32(w[b].d) * static_cast<float>(sumi) -
-           x[b].d * fp16_to_fp32(w[b].dmin) * static_cast<float>(summ);
   }
-  return sum;
+  return acc - acc_min;
 }
 
 float dot_q6_k(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n) {
@@ -99,6 +107,22 @@ float dot_q6_k(const BlockQ6_K* w, const BlockQ8_K* x, int64_t n) {
     sum += fp16_to_fp32(w[b].d) * x[b].d * static_cast<float>(sumi);
   }
   return sum;
+}
+
+// Q8_0 for activations, as llama.cpp's AVX2 quantize_row_q8_0 computes it
+// (its weights use the reference quantize_row_q8_0 instead): the inverse
+// scale is 127/amax rather than 1/d, and rounding is to nearest even. Either
+// difference flips a code now and then, and each flip moves a dot product by
+// a whole quantization step.
+void encode_q8_0_activation(const float* x, BlockQ8_0* y, int64_t n) {
+  for (int64_t b = 0; b < n / kQK8_0; ++b) {
+    const float* in = x + b * kQK8_0;
+    float amax = 0.0f;
+    for (int j = 0; j < kQK8_0; ++j) amax = std::max(amax, std::fabs(in[j]));
+    y[b].d = fp32_to_fp16(amax / 127.0f);
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    for (int j = 0; j < kQK8_0; ++j) y[b].qs[j] = static_cast<int8_t>(std::nearbyint(in[j] * id));
+  }
 }
 
 }  // namespace
@@ -137,7 +161,7 @@ void encode_activation_row(DType weight_type, const float* x, int64_t cols, void
       return;
     }
     case DType::kQ8_0:
-      quantize_row_q8_0(x, static_cast<BlockQ8_0*>(dst), cols);
+      encode_q8_0_activation(x, static_cast<BlockQ8_0*>(dst), cols);
       return;
     case DType::kQ8_K:
       quantize_row_q8_k(x, static_cast<BlockQ8_K*>(dst), cols);

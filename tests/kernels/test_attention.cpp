@@ -1,6 +1,9 @@
 // paged_attention (every ISA) and its reference against a naive dense
-// softmax(q·Kᵀ·scale)·V over K/V kept in plain per-sequence arrays, with
-// non-contiguous random block tables, GQA and several sequences per batch.
+// softmax(q·Kᵀ·scale)·V in double over K/V kept in plain per-sequence arrays,
+// with non-contiguous random block tables, GQA and several sequences per
+// batch. The dense version rounds q and the normalized softmax weights to
+// fp16 as the kernels do (llama.cpp's numerics), and a second check shows
+// that rounding is really there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -74,30 +77,46 @@ void run_case(const Case& c, uint32_t seed) {
   const auto q = random_floats(size_t(n_tokens) * c.n_heads * hd, seed + 99);
   const float scale = 1.0f / std::sqrt(float(hd));
 
-  // Naive dense reference in double.
-  std::vector<double> want(q.size());
+  // Naive dense reference in double; is_fp16 rounds q and the weights.
   const int group = c.n_heads / c.n_kv_heads;
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    const int s = seq[t];
-    for (int h = 0; h < c.n_heads; ++h) {
-      const int g = h / group;
-      std::vector<double> sc(pos[t] + 1);
-      for (int p = 0; p <= pos[t]; ++p) {
-        double d = 0;
-        for (int i = 0; i < hd; ++i)
-          d += double(q[(t * c.n_heads + h) * hd + i]) * dense_k[s][size_t(p) * row + g * hd + i];
-        sc[p] = d * scale;
-      }
-      const double mx = *std::max_element(sc.begin(), sc.end());
-      double sum = 0;
-      for (auto& x : sc) sum += (x = std::exp(x - mx));
-      for (int i = 0; i < hd; ++i) {
-        double o = 0;
-        for (int p = 0; p <= pos[t]; ++p)
-          o += sc[p] / sum * dense_v[s][size_t(p) * row + g * hd + i];
-        want[(t * c.n_heads + h) * hd + i] = o;
+  auto dense = [&](bool is_fp16) {
+    auto round16 = [&](double x) { return is_fp16 ? fp16_to_fp32(fp32_to_fp16(float(x))) : x; };
+    std::vector<double> out(q.size());
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const int s = seq[t];
+      for (int h = 0; h < c.n_heads; ++h) {
+        const int g = h / group;
+        std::vector<double> sc(pos[t] + 1);
+        for (int p = 0; p <= pos[t]; ++p) {
+          double d = 0;
+          for (int i = 0; i < hd; ++i) {
+            d +=
+                round16(q[(t * c.n_heads + h) * hd + i]) * dense_k[s][size_t(p) * row + g * hd + i];
+          }
+          sc[p] = d * scale;
+        }
+        const double mx = *std::max_element(sc.begin(), sc.end());
+        double sum = 0;
+        for (auto& x : sc) sum += (x = std::exp(x - mx));
+        for (auto& x : sc) x = round16(x / sum);
+        for (int i = 0; i < hd; ++i) {
+          double o = 0;
+          for (int p = 0; p <= pos[t]; ++p) o += sc[p] * dense_v[s][size_t(p) * row + g * hd + i];
+          out[(t * c.n_heads + h) * hd + i] = o;
+        }
       }
     }
+    return out;
+  };
+  const std::vector<double> want = dense(true);
+  // The fp16 rounding shows: some output differs from exact fp32 softmax
+  // attention by more than the tolerance below (unless one position only).
+  const std::vector<double> exact = dense(false);
+  double max_rounding_effect = 0;
+  for (size_t i = 0; i < q.size(); ++i)
+    max_rounding_effect = std::max(max_rounding_effect, std::abs(exact[i] - want[i]));
+  if (*std::max_element(pos.begin(), pos.end()) >= 4) {
+    EXPECT_GT(max_rounding_effect, 1e-4);
   }
 
   std::vector<float> got_ref(q.size(), NAN);

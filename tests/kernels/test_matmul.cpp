@@ -153,8 +153,9 @@ namespace {
 TEST(MatmulEncoding, Avx2QuantizedActivationsAreByteIdentical) {
   if (detected_kernel_isa() != KernelIsa::kAvx2) GTEST_SKIP() << "no AVX2";
   auto x = testing::random_floats(3 * 256, 21);
-  // Exact ties: block amax 127 gives d = 1, so x = k + 0.5 rounds away from
-  // zero (Q8_0, as roundf) or to even (Q8_K, as nearest_int).
+  // Exact ties: block amax 127 gives d = 1, so x = k + 0.5 rounds to even in
+  // the activation encodings (as llama.cpp's AVX2 quantize_row_q8_0 and its
+  // Q8_K) and away from zero in the Q8_0 weight quantizer (as roundf).
   x[0] = 127.0f;
   x[1] = 2.5f;
   x[2] = -3.5f;
@@ -172,6 +173,42 @@ TEST(MatmulEncoding, Avx2QuantizedActivationsAreByteIdentical) {
   EXPECT_EQ(q[0].qs[1], 3);
   EXPECT_EQ(q[0].qs[2], -4);
   EXPECT_EQ(q[0].qs[3], -1);
+  vec_dot::encode_activation_row(DType::kQ8_0, x.data(), 768, q.data());
+  EXPECT_EQ(q[0].qs[1], 2);
+  EXPECT_EQ(q[0].qs[2], -4);
+  EXPECT_EQ(q[0].qs[3], 0);
+}
+
+// Q8_0 activations scale by 127/amax, not by 1/(amax/127): for this amax the
+// two differ in the last bit and the element below lands on either side of
+// a rounding boundary.
+TEST(MatmulEncoding, Q8_0ActivationsScaleBy127OverAmax) {
+  int num_found = 0;
+  for (int k = 1; k < 2000 && num_found < 3; ++k) {
+    const float amax = 0.37f + 1e-4f * float(k);
+    const float id_llama = 127.0f / amax, id_ref = 1.0f / (amax / 127.0f);
+    if (id_llama == id_ref) continue;
+    // x = (n + 0.5) / id_llama nudged to the boundary between the two.
+    for (int n = 1; n < 126; ++n) {
+      const float x = (float(n) + 0.5f) / id_llama;
+      if (std::nearbyint(x * id_llama) == std::nearbyint(x * id_ref)) continue;
+      std::vector<float> row(32, 0.0f);
+      row[0] = amax;
+      row[1] = x;
+      BlockQ8_0 got[1];
+      vec_dot::encode_activation_row(DType::kQ8_0, row.data(), 32, got);
+      EXPECT_EQ(got[0].qs[1], static_cast<int8_t>(std::nearbyint(x * id_llama)))
+          << amax << " " << x;
+      if (detected_kernel_isa() == KernelIsa::kAvx2) {
+        BlockQ8_0 got_avx2[1];
+        avx2::encode_activation_row(DType::kQ8_0, row.data(), 32, got_avx2);
+        EXPECT_EQ(got_avx2[0].qs[1], got[0].qs[1]);
+      }
+      ++num_found;
+      break;
+    }
+  }
+  EXPECT_GT(num_found, 0);
 }
 
 }  // namespace

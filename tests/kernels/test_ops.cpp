@@ -53,21 +53,39 @@ TEST(RmsNorm, EveryIsaMatchesReferenceAndAliases) {
   }
 }
 
-// Plain formula: pair (a, b) rotated by theta = pos * scale * base^(-2i/rot_dim).
+// Plain formula: pair (a, b) rotated by theta_i = pos * scale * base^(-2i/rot_dim),
+// with base^(-2i/rot_dim) built in fp32 by repeated multiplication, as
+// llama.cpp does (the rotation itself in double).
 void rope_formula(std::vector<float>& x, const std::vector<int32_t>& pos, int n_heads,
                   const RopeParams& p) {
+  const float step = std::pow(p.freq_base, -2.0f / float(p.rot_dim));
   for (size_t t = 0; t < pos.size(); ++t) {
     for (int h = 0; h < n_heads; ++h) {
       float* v = x.data() + (t * n_heads + h) * p.head_dim;
-      for (int i = 0; i < p.rot_dim / 2; ++i) {
-        const double theta =
-            pos[t] * double(p.freq_scale) * std::pow(double(p.freq_base), -2.0 * i / p.rot_dim);
+      float power = float(pos[t]);
+      for (int i = 0; i < p.rot_dim / 2; ++i, power *= step) {
+        const double theta = double(p.freq_scale * power);
         const int a = p.style == RopeStyle::kNormal ? 2 * i : i;
         const int b = p.style == RopeStyle::kNormal ? 2 * i + 1 : i + p.rot_dim / 2;
         const double x0 = v[a], x1 = v[b];
         v[a] = float(x0 * std::cos(theta) - x1 * std::sin(theta));
         v[b] = float(x0 * std::sin(theta) + x1 * std::cos(theta));
       }
+    }
+  }
+}
+
+// The fp32 angles stay close to the exact ones at the positions the parity
+// models use, and drift (by design, as llama.cpp's) further out.
+TEST(Rope, CosSinFollowFp32AnglesCloseToExact) {
+  const RopeParams p{RopeStyle::kNeox, 128, 128, 1e6f, 1.0f};
+  std::vector<float> c(64), s(64);
+  for (int32_t pos : {0, 1, 40, 255}) {
+    rope_cos_sin(pos, p, c.data(), s.data());
+    for (int i = 0; i < 64; ++i) {
+      const double exact = pos * std::pow(1e6, -2.0 * i / 128);
+      EXPECT_NEAR(c[i], std::cos(exact), 2e-7 * pos * (i + 1) + 1e-7) << pos << " " << i;
+      EXPECT_NEAR(s[i], std::sin(exact), 2e-7 * pos * (i + 1) + 1e-7) << pos << " " << i;
     }
   }
 }

@@ -5,7 +5,8 @@
 // one prefill; token by token; and a mixed batch in which the same tokens
 // are prefilled in uneven chunks for one sequence while a second sequence
 // decodes them one at a time, both through shuffled (non-contiguous) block
-// tables.
+// tables. STRATA_PARITY_VERBOSE=1 prints |dp| per row; STRATA_PARITY_ISA=scalar
+// runs the scalar reference kernels (the criteria hold there too).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/dispatch.h"
 #include "model/model_weights.h"
 #include "runtime/forward_batch.h"
 #include "runtime/kv_storage.h"
@@ -31,6 +33,9 @@ namespace strata {
 namespace {
 
 constexpr int kBlockSize = 16;
+// Top-1 must agree wherever llama.cpp's top-2 probability margin exceeds
+// this, for every weight type.
+constexpr double kTop1Margin = 1e-3;
 constexpr int64_t kNumBlocks = 24;
 
 std::string goldens_dir() {
@@ -97,7 +102,7 @@ int64_t argmax(const float* v, int64_t n) {
 // top-2 margin exceeds `top1_margin`.
 struct Comparison {
   std::string label;
-  double top1_margin = 1e-3;
+  double top1_margin = 0;
   double max_dp = 0;
   int top1_mismatches = 0;
   int num_rows = 0;
@@ -135,6 +140,9 @@ std::vector<int32_t> shuffled_blocks(uint32_t seed) {
 class Parity : public ::testing::Test {
  protected:
   void SetUp() override {
+    // STRATA_PARITY_ISA=scalar runs the scalar reference kernels instead.
+    const char* isa = std::getenv("STRATA_PARITY_ISA");
+    if (isa != nullptr && std::string(isa) == "scalar") set_kernel_isa(KernelIsa::kScalar);
     index_ = load_index();
     ASSERT_FALSE(index_["models"].empty());
   }
@@ -175,22 +183,20 @@ class Parity : public ::testing::Test {
     return m["mkmodel_args"].get<std::string>().find("--peaky") != std::string::npos;
   }
 
-  // max |dp|: 1e-3 for float weights, 1e-2 for quantized ones. Peaky
-  // quantized models (p_top ~ 0.8) turn the same logit error into a larger
-  // |dp|; they exist for the greedy test and get 5e-2.
-  static double tolerance(const nlohmann::json& m) {
-    if (is_float_type(m)) return 1e-3;
-    return is_peaky(m) ? 5e-2 : 1e-2;
-  }
-  // Top-1 must agree where llama.cpp's top-2 margin exceeds this: 1e-3 for
-  // float weights; for quantized weights, where both engines round
-  // activations to 8 bits per block and |dp| reaches ~3e-3, 5e-3.
-  static double top1_margin(const nlohmann::json& m) { return is_float_type(m) ? 1e-3 : 5e-3; }
+  // The criteria: max |dp| <= 1e-3 for float weights and <= 1e-2 for
+  // quantized ones, peaky models included. Measured on the AVX2 kernels
+  // (llama.cpp's goldens from its CPU build): <= 3.2e-4 for float weights
+  // (bf16 highest: activations rounded to 8 bits of mantissa) and <= 1.2e-3
+  // for quantized ones. Quantized models agree to ~1e-7 until a rounding
+  // boundary in the 8-bit activation encoding falls between the two engines'
+  // last-bit differences (summation order in attention and the float
+  // kernels); from then on |dp| ~ 1e-4..1e-3.
+  static double tolerance(const nlohmann::json& m) { return is_float_type(m) ? 1e-3 : 1e-2; }
 
   Comparison comparison(const nlohmann::json& m, const char* mode) {
     Comparison c;
     c.label = m["name"].get<std::string>() + " " + mode;
-    c.top1_margin = top1_margin(m);
+    c.top1_margin = kTop1Margin;
     return c;
   }
 
@@ -313,11 +319,11 @@ TEST_F(Parity, GreedyContinuationsMatchLlamaCpp) {
       b.add_token(next, pos++, 0, kBlockSize, true);
     }
     // Identical up to the first step where llama.cpp itself was undecided
-    // (top-2 margin below the model's top-1 margin); past a near-tie the two
+    // (top-2 margin below kTop1Margin); past a near-tie the two
     // engines may legitimately fork.
     const std::vector<double> margins = m["greedy_margins"];
     size_t num_decisive = 0;
-    while (num_decisive < want.size() && margins[num_decisive] > top1_margin(m)) ++num_decisive;
+    while (num_decisive < want.size() && margins[num_decisive] > kTop1Margin) ++num_decisive;
     const std::vector<int32_t> got_decisive(got.begin(), got.begin() + num_decisive);
     const std::vector<int32_t> want_decisive(want.begin(), want.begin() + num_decisive);
     EXPECT_EQ(got_decisive, want_decisive) << m["name"];
