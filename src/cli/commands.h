@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "cli/engine_flags.h"
+
 namespace strata::cli {
 
 // The model used when no -m is given: models/default.gguf in the source tree
@@ -52,5 +54,25 @@ struct BenchForwardOptions {
   bool json = false;
 };
 int run_bench_forward(const BenchForwardOptions& opt);
+
+// `strata bench throughput`: offline serving throughput through the engine.
+// num_prompts requests of prefix_len shared + input_len unique random tokens
+// (input_len varies by +-random_range_ratio), each generating exactly
+// output_len tokens (greedy, EOS ignored), at most max_concurrency in flight
+// (0 = all at once).
+struct BenchThroughputOptions {
+  std::string model_path;
+  int32_t num_prompts = 32;
+  int32_t input_len = 128;
+  int32_t output_len = 64;
+  int32_t prefix_len = 0;
+  int32_t max_concurrency = 0;
+  double random_range_ratio = 0.0;
+  uint64_t seed = 0;
+  bool json = false;
+  EngineFlags engine;
+};
+int run_bench_throughput(const BenchThroughputOptions& opt);
+
 
 }  // namespace strata::cli

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "cli/commands.h"
@@ -62,11 +63,34 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 1000));
   bf_cmd->add_flag("--json", bf.json, "One JSON line instead of a table");
 
+  strata::cli::BenchThroughputOptions bt;
+  auto* bt_cmd = bench_cmd->add_subcommand(
+      "throughput", "Offline serving throughput: requests/s and tokens/s through the engine");
+  bt_cmd->add_option("-m,--model", bt.model_path, "GGUF file (default: the bundled model)");
+  bt_cmd->add_option("--num-prompts", bt.num_prompts)->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  bt_cmd->add_option("--input-len", bt.input_len, "Unique prompt tokens per request")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  bt_cmd->add_option("--output-len", bt.output_len)->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  bt_cmd->add_option("--prefix-len", bt.prefix_len, "Prompt tokens shared by every request")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  bt_cmd->add_option("--max-concurrency", bt.max_concurrency, "Requests in flight; 0 = all")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  bt_cmd->add_option("--random-range-ratio", bt.random_range_ratio,
+                     "Input lengths uniform in input-len * [1 - r, 1 + r]")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  bt_cmd->add_option("--seed", bt.seed)->capture_default_str();
+  bt_cmd->add_flag("--json", bt.json, "One JSON line instead of a table");
+  strata::cli::add_engine_flags(bt_cmd, &bt.engine);
+
+
   CLI11_PARSE(app, argc, argv);
 
   if (*inspect_cmd) return strata::cli::run_inspect(inspect);
   if (*tok_cmd) return strata::cli::run_tokenize(tok);
   if (*gen_cmd) return strata::cli::run_generate(gen);
   if (*bf_cmd) return strata::cli::run_bench_forward(bf);
+  if (*bt_cmd) return strata::cli::run_bench_throughput(bt);
   return 1;
 }

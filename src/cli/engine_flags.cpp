@@ -1,0 +1,86 @@
+#include "cli/engine_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <cctype>
+#include <cmath>
+#include <string>
+
+namespace strata::cli {
+
+void add_engine_flags(CLI::App* app, EngineFlags* f) {
+  app->add_option("--kv-cache-memory", f->kv_cache_memory,
+                  "KV cache budget in bytes (suffix K/M/G[iB]); sizes the block pool")
+      ->capture_default_str();
+  app->add_option("--block-size", f->block_size, "Tokens per KV block")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app->add_option("--max-num-batched-tokens", f->max_num_batched_tokens,
+                  "Most tokens per engine step (chunked prefill budget)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app->add_option("--max-num-seqs", f->max_num_seqs, "Most requests running at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  app->add_option("--policy", f->policy, "Scheduling policy: fcfs | priority")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fcfs", "priority"}));
+  app->add_option("--max-model-len", f->max_model_len,
+                  "Longest prompt + output; 0 = the model's context length")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  app->add_option("-t,--threads", f->num_threads, "Kernel threads; 0 = all cores")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  app->add_flag("--no-prefix-caching", f->no_prefix_caching,
+                "Do not share KV blocks between requests with equal prefixes");
+}
+
+Result<size_t> parse_byte_size(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    ++i;
+  }
+  if (i == 0) return invalid_argument("--kv-cache-memory: '" + text + "' is not a size");
+  double value = 0.0;
+  try {
+    value = std::stod(text.substr(0, i));
+  } catch (...) {
+    return invalid_argument("--kv-cache-memory: '" + text + "' is not a size");
+  }
+  std::string unit = text.substr(i);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  double scale = 1.0;
+  if (unit.empty() || unit == "B") {
+    scale = 1.0;
+  } else if (unit == "K" || unit == "KB" || unit == "KIB") {
+    scale = 1024.0;
+  } else if (unit == "M" || unit == "MB" || unit == "MIB") {
+    scale = 1024.0 * 1024.0;
+  } else if (unit == "G" || unit == "GB" || unit == "GIB") {
+    scale = 1024.0 * 1024.0 * 1024.0;
+  } else {
+    return invalid_argument("--kv-cache-memory: unknown unit '" + text.substr(i) +
+                            "' (use K, M or G)");
+  }
+  const double bytes = std::floor(value * scale);
+  if (!(bytes >= 1.0) || bytes > 1e15) {
+    return invalid_argument("--kv-cache-memory: '" + text + "' is out of range");
+  }
+  return static_cast<size_t>(bytes);
+}
+
+Result<EngineOptions> to_engine_options(const EngineFlags& f) {
+  EngineOptions o;
+  STRATA_ASSIGN_OR_RETURN(o.kv_cache_memory_bytes, parse_byte_size(f.kv_cache_memory));
+  o.block_size = f.block_size;
+  o.max_num_batched_tokens = f.max_num_batched_tokens;
+  o.max_num_seqs = f.max_num_seqs;
+  STRATA_ASSIGN_OR_RETURN(o.policy, parse_scheduling_policy(f.policy));
+  o.max_model_len = f.max_model_len;
+  o.num_threads = f.num_threads;
+  o.enable_prefix_caching = !f.no_prefix_caching;
+  STRATA_RETURN_IF_ERROR(o.validate());
+  return o;
+}
+
+}  // namespace strata::cli

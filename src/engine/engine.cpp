@@ -1,0 +1,84 @@
+#include "engine/engine.h"
+
+#include <chrono>
+#include <utility>
+
+namespace strata {
+
+Result<std::unique_ptr<Engine>> Engine::create(const ModelWeights& weights,
+                                               const Tokenizer& tokenizer,
+                                               const EngineOptions& options) {
+  std::unique_ptr<Engine> engine(new Engine());
+  STRATA_ASSIGN_OR_RETURN(engine->core_, EngineCore::create(weights, tokenizer, options,
+                                                            &engine->metrics_, &engine->clock_));
+  engine->max_model_len_ = engine->core_->max_model_len();
+  engine->num_kv_blocks_ = engine->core_->kv_cache().num_blocks();
+  engine->thread_ = std::thread([e = engine.get()] { e->loop(); });
+  return engine;
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    is_stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Result<std::shared_ptr<RequestStream>> Engine::add_request(GenerationRequest request) {
+  STRATA_RETURN_IF_ERROR(core_->check_request(request));
+  std::shared_ptr<RequestStream> stream = core_->make_stream(request.n);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (is_stopping_) return Status(StatusCode::kResourceExhausted, "engine: shutting down");
+    inbox_.push_back(AddMessage{std::move(request), stream, clock_.now_ns()});
+  }
+  cv_.notify_all();
+  return stream;
+}
+
+void Engine::abort(uint64_t request_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.push_back(AbortMessage{request_id});
+  }
+  cv_.notify_all();
+}
+
+void Engine::loop() {
+  std::deque<Message> messages;
+  bool was_idle_step = false;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto has_news = [&] { return is_stopping_ || !inbox_.empty(); };
+      if (!core_->has_unfinished_requests()) {
+        cv_.wait(lock, has_news);
+      } else if (was_idle_step) {
+        // Work exists but nothing could be scheduled: do not spin.
+        cv_.wait_for(lock, std::chrono::milliseconds(1), has_news);
+      }
+      messages.swap(inbox_);
+      if (is_stopping_) break;
+    }
+    for (Message& m : messages) {
+      if (auto* add = std::get_if<AddMessage>(&m)) {
+        core_->admit(std::move(add->request), std::move(add->stream), add->arrival_ns);
+      } else {
+        core_->abort(std::get<AbortMessage>(m).request_id);
+      }
+    }
+    messages.clear();
+    was_idle_step = core_->has_unfinished_requests() && core_->step().num_requests == 0;
+  }
+  // Requests still queued were never admitted: close their streams too.
+  for (Message& m : messages) {
+    if (auto* add = std::get_if<AddMessage>(&m)) {
+      core_->admit(std::move(add->request), std::move(add->stream), add->arrival_ns);
+    }
+  }
+  core_->abort_all();
+}
+
+}  // namespace strata

@@ -1,0 +1,88 @@
+// Engine: the serving engine as callers see it. One engine thread owns an
+// EngineCore (scheduler, KV cache manager, KV storage, model runner,
+// samplers) and loops: drain the inbox, run one step, publish events.
+// Callers only touch the thread-safe inbox (add_request, abort) and the
+// per-request RequestStreams that add_request returns.
+//
+//   auto stream = engine->add_request(req);          // any thread
+//   while (auto e = (*stream)->pop()) { ... }        // TokenEvents until done
+//   engine->abort((*stream)->id());                  // frees blocks within a step
+//
+// Messages are applied in the order they were sent, at the start of the next
+// step, so an abort frees the request's KV blocks before that step is
+// scheduled. One request's failure (bad sampling params, a failed forward)
+// finishes that request with kError; the loop goes on. Destroying the engine
+// stops the thread and finishes every open request with kAbort.
+//
+// Borrows the ModelWeights and Tokenizer (they must outlive it). All public
+// methods are thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <variant>
+
+#include "engine/engine_core.h"
+#include "engine/engine_options.h"
+#include "engine/generation_request.h"
+#include "engine/metrics.h"
+#include "engine/request_stream.h"
+#include "model/model_weights.h"
+#include "model/tokenizer/tokenizer.h"
+#include "util/status.h"
+
+namespace strata {
+
+class Engine {
+ public:
+  // Builds the core (allocating the KV pool) and starts the engine thread.
+  static Result<std::unique_ptr<Engine>> create(const ModelWeights& weights,
+                                                const Tokenizer& tokenizer,
+                                                const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Checks the request (EngineCore::check_request) and queues it. The
+  // stream's id names it for abort().
+  Result<std::shared_ptr<RequestStream>> add_request(GenerationRequest request);
+  // Queues an abort of every choice of request `request_id`; unknown or
+  // finished ids are ignored.
+  void abort(uint64_t request_id);
+
+  const Metrics& metrics() const { return metrics_; }
+  int64_t max_model_len() const { return max_model_len_; }
+  int64_t num_kv_blocks() const { return num_kv_blocks_; }
+
+ private:
+  struct AddMessage {
+    GenerationRequest request;
+    std::shared_ptr<RequestStream> stream;
+    int64_t arrival_ns;
+  };
+  struct AbortMessage {
+    uint64_t request_id;
+  };
+  using Message = std::variant<AddMessage, AbortMessage>;
+
+  Engine() = default;
+  void loop();
+
+  Metrics metrics_;
+  SteadyClock clock_;
+  std::unique_ptr<EngineCore> core_;  // touched only by the engine thread after create()
+  int64_t max_model_len_ = 0;
+  int64_t num_kv_blocks_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Message> inbox_;
+  bool is_stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace strata

@@ -1,0 +1,241 @@
+#include "engine/metrics.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace strata {
+namespace {
+
+HistogramSnapshot make_histogram(std::vector<double> bounds) {
+  HistogramSnapshot h;
+  h.counts.assign(bounds.size() + 1, 0);
+  h.bounds = std::move(bounds);
+  return h;
+}
+
+// Latency buckets: a CPU step takes ~10 ms (tiny model) to seconds (a long
+// prefill chunk); requests last up to minutes.
+std::vector<double> token_bounds() {
+  return {0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.15, 0.2,  0.3,  0.4,
+          0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0};
+}
+std::vector<double> request_bounds() {
+  return {0.1,  0.3,  0.5,  0.8,  1.0,   1.5,   2.0,   2.5,   5.0,    10.0,  15.0,
+          20.0, 30.0, 40.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+}
+
+std::string fmt_double(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+class TextWriter {
+ public:
+  explicit TextWriter(std::string_view model_name) : model_name_(model_name) {}
+
+  std::string labels(std::string_view extra = "") const {
+    std::string l;
+    if (!model_name_.empty()) l = "model_name=\"" + escape(model_name_) + "\"";
+    if (!extra.empty()) {
+      if (!l.empty()) l += ",";
+      l += extra;
+    }
+    return l.empty() ? "" : "{" + l + "}";
+  }
+
+  void header(std::string_view name, std::string_view type, std::string_view help) {
+    out_ += "# HELP strata:" + std::string(name) + " " + std::string(help) + "\n";
+    out_ += "# TYPE strata:" + std::string(name) + " " + std::string(type) + "\n";
+  }
+  void sample(std::string_view name, std::string_view extra_labels, const std::string& value) {
+    out_ += "strata:" + std::string(name) + labels(extra_labels) + " " + value + "\n";
+  }
+  void gauge(std::string_view name, std::string_view help, double v) {
+    header(name, "gauge", help);
+    sample(name, "", fmt_double(v));
+  }
+  void counter(std::string_view name, std::string_view help, int64_t v) {
+    header(name, "counter", help);
+    sample(std::string(name) + "_total", "", std::to_string(v));
+  }
+  void histogram(std::string_view name, std::string_view help, const HistogramSnapshot& h) {
+    header(name, "histogram", help);
+    int64_t cumulative = 0;
+    for (size_t i = 0; i < h.bounds.size(); ++i) {
+      cumulative += h.counts[i];
+      sample(std::string(name) + "_bucket", "le=\"" + fmt_double(h.bounds[i]) + "\"",
+             std::to_string(cumulative));
+    }
+    sample(std::string(name) + "_bucket", "le=\"+Inf\"", std::to_string(h.count));
+    sample(std::string(name) + "_sum", "", fmt_double(h.sum));
+    sample(std::string(name) + "_count", "", std::to_string(h.count));
+  }
+  std::string& out() { return out_; }
+
+ private:
+  static std::string escape(std::string_view s) {
+    std::string r;
+    for (char c : s) {
+      if (c == '\\' || c == '"') r += '\\';
+      if (c == '\n') {
+        r += "\\n";
+        continue;
+      }
+      r += c;
+    }
+    return r;
+  }
+
+  std::string model_name_;
+  std::string out_;
+};
+
+}  // namespace
+
+void observe(HistogramSnapshot& h, double seconds) {
+  const size_t i = static_cast<size_t>(std::lower_bound(h.bounds.begin(), h.bounds.end(), seconds) -
+                                       h.bounds.begin());
+  ++h.counts[i];
+  h.sum += seconds;
+  ++h.count;
+}
+
+double histogram_quantile(const HistogramSnapshot& h, double q) {
+  if (h.count == 0) return 0.0;
+  const double rank = q * static_cast<double>(h.count);
+  int64_t cumulative = 0;
+  for (size_t i = 0; i < h.counts.size(); ++i) {
+    const int64_t prev = cumulative;
+    cumulative += h.counts[i];
+    if (static_cast<double>(cumulative) >= rank && h.counts[i] > 0) {
+      if (i == h.bounds.size()) return h.bounds.empty() ? 0.0 : h.bounds.back();
+      const double lo = i == 0 ? 0.0 : h.bounds[i - 1];
+      const double hi = h.bounds[i];
+      return lo + (hi - lo) * (rank - static_cast<double>(prev)) / static_cast<double>(h.counts[i]);
+    }
+  }
+  return h.bounds.empty() ? 0.0 : h.bounds.back();
+}
+
+Metrics::Metrics() {
+  s_.time_to_first_token = make_histogram(token_bounds());
+  s_.inter_token_latency = make_histogram(token_bounds());
+  s_.e2e_request_latency = make_histogram(request_bounds());
+  s_.request_queue_time = make_histogram(request_bounds());
+  s_.request_prefill_time = make_histogram(request_bounds());
+  s_.request_decode_time = make_histogram(request_bounds());
+}
+
+void Metrics::observe_time_to_first_token(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observe(s_.time_to_first_token, seconds);
+}
+void Metrics::observe_inter_token_latency(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observe(s_.inter_token_latency, seconds);
+}
+void Metrics::observe_e2e_request_latency(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observe(s_.e2e_request_latency, seconds);
+}
+void Metrics::observe_request_queue_time(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observe(s_.request_queue_time, seconds);
+}
+void Metrics::observe_request_prefill_time(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observe(s_.request_prefill_time, seconds);
+}
+void Metrics::observe_request_decode_time(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observe(s_.request_decode_time, seconds);
+}
+
+void Metrics::set_scheduler_state(int64_t num_running, int64_t num_waiting, double kv_usage,
+                                  int64_t prefix_query_tokens, int64_t prefix_hit_tokens,
+                                  int64_t num_preemptions) {
+  std::lock_guard<std::mutex> lock(mu_);
+  s_.num_requests_running = num_running;
+  s_.num_requests_waiting = num_waiting;
+  s_.kv_cache_usage = kv_usage;
+  s_.prefix_cache_queries_tokens = prefix_query_tokens;
+  s_.prefix_cache_hits_tokens = prefix_hit_tokens;
+  s_.num_preemptions = num_preemptions;
+}
+
+void Metrics::add_prompt_tokens(int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  s_.prompt_tokens += n;
+}
+
+void Metrics::add_generation_tokens(int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  s_.generation_tokens += n;
+}
+
+void Metrics::add_finished(FinishReason reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  switch (reason) {
+    case FinishReason::kStop:
+      ++s_.request_success_stop;
+      break;
+    case FinishReason::kLength:
+      ++s_.request_success_length;
+      break;
+    case FinishReason::kAbort:
+      ++s_.request_success_abort;
+      break;
+    case FinishReason::kError:
+      ++s_.request_success_error;
+      break;
+    case FinishReason::kNone:
+      break;
+  }
+}
+
+MetricsSnapshot Metrics::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return s_;
+}
+
+std::string Metrics::to_prometheus_text(std::string_view model_name) const {
+  const MetricsSnapshot s = snapshot();
+  TextWriter w(model_name);
+  w.gauge("num_requests_running", "Requests in model execution batches.",
+          static_cast<double>(s.num_requests_running));
+  w.gauge("num_requests_waiting", "Requests waiting to be processed.",
+          static_cast<double>(s.num_requests_waiting));
+  w.gauge("kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", s.kv_cache_usage);
+  w.counter("prefix_cache_queries", "Prefix cache queries, in queried tokens.",
+            s.prefix_cache_queries_tokens);
+  w.counter("prefix_cache_hits", "Prefix cache hits, in cached tokens.",
+            s.prefix_cache_hits_tokens);
+  w.counter("num_preemptions", "Cumulative number of preemptions.", s.num_preemptions);
+  w.counter("prompt_tokens", "Number of prefill tokens processed.", s.prompt_tokens);
+  w.counter("generation_tokens", "Number of generation tokens processed.", s.generation_tokens);
+  w.header("request_success", "counter", "Count of successfully processed requests.");
+  w.sample("request_success_total", "finished_reason=\"stop\"",
+           std::to_string(s.request_success_stop));
+  w.sample("request_success_total", "finished_reason=\"length\"",
+           std::to_string(s.request_success_length));
+  w.sample("request_success_total", "finished_reason=\"abort\"",
+           std::to_string(s.request_success_abort));
+  w.sample("request_success_total", "finished_reason=\"error\"",
+           std::to_string(s.request_success_error));
+  w.histogram("time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+              s.time_to_first_token);
+  w.histogram("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+              s.inter_token_latency);
+  w.histogram("e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.",
+              s.e2e_request_latency);
+  w.histogram("request_queue_time_seconds", "Histogram of time spent waiting in the queue.",
+              s.request_queue_time);
+  w.histogram("request_prefill_time_seconds", "Histogram of time spent in the prefill phase.",
+              s.request_prefill_time);
+  w.histogram("request_decode_time_seconds", "Histogram of time spent in the decode phase.",
+              s.request_decode_time);
+  return std::move(w.out());
+}
+
+}  // namespace strata

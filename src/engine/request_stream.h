@@ -1,0 +1,57 @@
+// RequestStream: the per-request queue of TokenEvents that the engine thread
+// writes and one consumer (an HTTP handler, a benchmark) reads.
+//
+// A stream covers all n choices of a request; it is done once every choice
+// has delivered its final event. Thread-safe: the engine pushes, any thread
+// pops. Shared (std::shared_ptr) by the engine and the consumer, so either
+// may go away first.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "engine/token_event.h"
+
+namespace strata {
+
+class RequestStream {
+ public:
+  RequestStream(uint64_t id, int32_t num_choices) : id_(id), num_open_choices_(num_choices) {}
+
+  // The engine's id of the request (for Engine::abort).
+  uint64_t id() const { return id_; }
+
+  // Engine side. A final event closes its choice.
+  void push(TokenEvent event);
+
+  // Blocks until an event is available; nullopt once every choice is closed
+  // and all events were read.
+  std::optional<TokenEvent> pop();
+  // As pop(), but gives up after `timeout` (nullopt; check is_done()).
+  std::optional<TokenEvent> pop_for(std::chrono::milliseconds timeout);
+  // Never blocks.
+  std::optional<TokenEvent> try_pop();
+  // Everything queued now.
+  std::vector<TokenEvent> drain();
+
+  // Every choice closed and every event read.
+  bool is_done() const;
+  // Every choice closed (events may remain).
+  bool is_closed() const;
+
+ private:
+  std::optional<TokenEvent> take_locked();
+
+  const uint64_t id_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<TokenEvent> events_;
+  int32_t num_open_choices_;
+};
+
+}  // namespace strata
