@@ -4,7 +4,7 @@
 # decode of 128 tokens, single stream, 2 threads, median of REPS runs.
 # Then the kernel microbenchmarks (Google Benchmark).
 #
-#   scripts/bench.sh [BUILD_DIR]     env: SHAPES="1.1b" TYPES="q8_0 q4_0" REPS=3 THREADS=2
+#   scripts/bench.sh [BUILD_DIR]     env: SHAPES="1.1b" TYPES="q8_0 q4_0" REPS=3 THREADS=2 KERNELS=1
 #
 # The reference is node-llama-cpp's prebuilt llama.cpp by default. Set
 # LLAMA_BENCH=/path/to/llama-bench to use a llama-bench binary instead (built
@@ -59,7 +59,7 @@ PY
   done
 done
 
-if [ -x "$BUILD/bench_kernels" ]; then
+if [ "${KERNELS:-1}" = 1 ] && [ -x "$BUILD/bench_kernels" ]; then
   printf '\n== kernel microbenchmarks ==\n'
   "$BUILD/bench_kernels" --benchmark_min_time=0.2 --benchmark_repetitions="$REPS" \
     --benchmark_report_aggregates_only=true

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "random_model.h"
+#include "weights_file.h"
 
 int main(int argc, char** argv) {
   strata::mkmodel::RandomModelSpec s;
@@ -29,10 +30,16 @@ int main(int argc, char** argv) {
                "outputs x1/8)");
   app.add_option("--tokenizer-json", s.tokenizer_json, "import a Hugging Face tokenizer.json");
   app.add_option("--threads", s.num_threads, "0: all cores")->capture_default_str();
+  std::string weights;
+  app.add_option("--weights", weights,
+                 "write trained weights from this file (tools/mkmodel/weights_file.h) instead of "
+                 "random ones: takes --type (f32 f16 bf16 q8_0) and --tokenizer-json only");
   app.add_option("-o,--output", out, "output .gguf path")->required();
   CLI11_PARSE(app, argc, argv);
   if (is_peaky) s.peaky_scale = 4.0f;
-  const strata::Status st = strata::mkmodel::write_random_model(s, out);
+  const strata::Status st = weights.empty() ? strata::mkmodel::write_random_model(s, out)
+                                            : strata::mkmodel::convert_weights_file(
+                                                  weights, s.type, s.tokenizer_json, out);
   if (!st.is_ok()) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
     return 1;
