@@ -82,7 +82,10 @@ class Driver {
  public:
   Driver(const Setup& s, int64_t budget, int64_t max_model_len, size_t kv_bytes) {
     EngineOptions o;
-    o.max_num_batched_tokens = budget;
+    // `budget` is the chunked-prefill knob: prompt tokens per step while
+    // others decode. The step cap stays at least the default.
+    o.max_prefill_tokens = budget;
+    o.max_num_batched_tokens = std::max(o.max_num_batched_tokens, budget);
     o.max_model_len = max_model_len;
     o.kv_cache_memory_bytes = kv_bytes;
     o.num_threads = s.num_threads;

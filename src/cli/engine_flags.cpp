@@ -18,6 +18,11 @@ void add_engine_flags(CLI::App* app, EngineFlags* f) {
                   "Most tokens per engine step (chunked prefill budget)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app->add_option("--max-prefill-tokens", f->max_prefill_tokens,
+                  "Most prompt tokens per step while requests decode (chunked prefill); 0 = "
+                  "--max-num-batched-tokens")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   app->add_option("--max-num-seqs", f->max_num_seqs, "Most requests running at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
@@ -74,6 +79,7 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   STRATA_ASSIGN_OR_RETURN(o.kv_cache_memory_bytes, parse_byte_size(f.kv_cache_memory));
   o.block_size = f.block_size;
   o.max_num_batched_tokens = f.max_num_batched_tokens;
+  o.max_prefill_tokens = f.max_prefill_tokens;
   o.max_num_seqs = f.max_num_seqs;
   STRATA_ASSIGN_OR_RETURN(o.policy, parse_scheduling_policy(f.policy));
   o.max_model_len = f.max_model_len;

@@ -21,6 +21,7 @@ struct EngineFlags {
   std::string kv_cache_memory = "2GiB";  // bytes, or with a K/M/G[i]B suffix
   int32_t block_size = 16;
   int64_t max_num_batched_tokens = EngineOptions{}.max_num_batched_tokens;
+  int64_t max_prefill_tokens = EngineOptions{}.max_prefill_tokens;
   int32_t max_num_seqs = 256;
   std::string policy = "fcfs";
   int64_t max_model_len = 0;

@@ -58,6 +58,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
   SchedulerOptions sched_options;
   sched_options.max_num_seqs = options.max_num_seqs;
   sched_options.max_num_batched_tokens = options.max_num_batched_tokens;
+  sched_options.max_prefill_tokens = options.max_prefill_tokens;
   sched_options.max_model_len = core->max_model_len_;
   sched_options.policy = options.policy;
   STRATA_RETURN_IF_ERROR(sched_options.validate());

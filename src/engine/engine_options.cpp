@@ -10,6 +10,9 @@ Status EngineOptions::validate() const {
   if (max_num_batched_tokens < 1) {
     return invalid_argument("engine: --max-num-batched-tokens must be >= 1");
   }
+  if (max_prefill_tokens < 0) {
+    return invalid_argument("engine: --max-prefill-tokens must be >= 0");
+  }
   if (max_num_seqs < 1) return invalid_argument("engine: --max-num-seqs must be >= 1");
   if (max_model_len < 0 || max_model_len == 1) {
     return invalid_argument("engine: --max-model-len must be 0 (the model's) or >= 2");

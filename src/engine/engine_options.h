@@ -21,7 +21,11 @@ struct EngineOptions {
   size_t kv_cache_memory_bytes = size_t{2} << 30;
   // Most tokens one step computes, decodes and prefill chunks together
   // (--max-num-batched-tokens); also caps the running requests (each needs
-  // its decode token every step). Chosen by the chunked-prefill sweep
+  // its decode token every step), so it is >= max_num_seqs by default. A
+  // step with no decodes (a lone prompt) prefills up to this many tokens.
+  int64_t max_num_batched_tokens = 512;
+  // Most prompt tokens per step while any request decodes
+  // (--max-prefill-tokens); the chunked-prefill knob. Chosen by the sweep
   // (bench/serving_core.sh chunked: 8 decoding streams + a 4000-token prompt,
   // TinyLlama-1.1B shape, Q8_0, 2 threads). A step costs about
   // idle + c * prefill_tokens, with c (~35-40 ms/token) close to the solo
@@ -30,7 +34,7 @@ struct EngineOptions {
   // TTFT <= 1.5x solo. Measured at 24: median ITL 2.9x idle, TTFT 1.40x solo
   // (p99 ITL 4.7x on the loaded shared host); 16: TTFT 2.05x; 32+: ITL >= 5x.
   // GPU servers use 2048+; on this CPU that froze the streams for 90 s.
-  int64_t max_num_batched_tokens = 24;
+  int64_t max_prefill_tokens = 24;
   // Most requests running at once (--max-num-seqs).
   int32_t max_num_seqs = 256;
   // Longest prompt + output (--max-model-len); 0 = the model's context length.

@@ -9,6 +9,9 @@ namespace strata {
 
 struct Scheduler::StepState {
   int64_t budget_tokens = 0;
+  // Prompt tokens this step may still compute (max_prefill_tokens while
+  // decodes run, else unlimited: budget_tokens bounds it).
+  int64_t prefill_budget_tokens = INT64_MAX;
   std::vector<Grant> grants;
   std::vector<const Request*> preempted;  // this step; not re-admitted in it
   StepPlan* plan = nullptr;
@@ -121,7 +124,9 @@ void Scheduler::preempt(Request* victim, StepState& st) {
 }
 
 bool Scheduler::schedule_running(Request* r, StepState& st) {
-  const int64_t n = std::min(r->num_tokens() - r->num_computed_tokens, st.budget_tokens);
+  const bool is_prefill = r->is_prefilling();
+  int64_t n = std::min(r->num_tokens() - r->num_computed_tokens, st.budget_tokens);
+  if (is_prefill) n = std::min(n, st.prefill_budget_tokens);
   if (n <= 0) return true;
   const PrefixHit no_hit;
   while (!kv_->allocate(r->spec.id, no_hit, r->num_computed_tokens + n)) {
@@ -131,6 +136,7 @@ bool Scheduler::schedule_running(Request* r, StepState& st) {
   }
   st.grants.push_back({r, n, false});
   st.budget_tokens -= n;
+  if (is_prefill) st.prefill_budget_tokens -= n;
   return true;
 }
 
@@ -148,7 +154,8 @@ bool Scheduler::admit_waiting(size_t index, StepState& st) {
   }
   const RequestId id = r->spec.id;
   const PrefixHit hit = kv_->find_prefix(id, r->tokens, r->spec.cache_salt);
-  const int64_t n = std::min(r->num_tokens() - hit.num_tokens, st.budget_tokens);
+  const int64_t n = std::min({r->num_tokens() - hit.num_tokens, st.budget_tokens,
+                              st.prefill_budget_tokens});
   while (!kv_->allocate(id, hit, hit.num_tokens + n)) {
     if (!can_preempt_for(*r)) return false;
     preempt(running_.back(), st);
@@ -165,6 +172,7 @@ bool Scheduler::admit_waiting(size_t index, StepState& st) {
   insert_sorted(&running_, r);
   st.grants.push_back({r, n, is_first_step});
   st.budget_tokens -= n;
+  st.prefill_budget_tokens -= n;
   return true;
 }
 
@@ -181,7 +189,11 @@ StepPlan Scheduler::schedule() {
   // running_, which is never before index i.
   for (int pass = 0; pass < 2; ++pass) {
     const bool want_prefill = pass == 1;
-    for (size_t i = 0; i < running_.size() && st.budget_tokens > 0;) {
+    if (want_prefill && options_.max_prefill_tokens > 0 && !st.grants.empty()) {
+      st.prefill_budget_tokens = options_.max_prefill_tokens;  // decodes are running
+    }
+    for (size_t i = 0; i < running_.size() && st.budget_tokens > 0 &&
+                       (!want_prefill || st.prefill_budget_tokens > 0);) {
       Request* r = running_[i];
       if (r->is_prefilling() != want_prefill) {
         ++i;
@@ -193,7 +205,8 @@ StepPlan Scheduler::schedule() {
   }
   // Admissions, best first, head of line. A sibling whose prefix source is
   // still computing the shared prompt waits for it without blocking others.
-  for (size_t w = 0; w < waiting_.size() && st.budget_tokens > 0;) {
+  for (size_t w = 0; w < waiting_.size() && st.budget_tokens > 0 &&
+                     st.prefill_budget_tokens > 0;) {
     const Request* r = waiting_[w];
     if (r->spec.prefix_source_id != 0) {
       const Request* source = find(r->spec.prefix_source_id);

@@ -33,6 +33,14 @@ struct SchedulerOptions {
   // proportional to its tokens, and long prefills must not freeze decodes.
   // Provisional default; the engine's chunked-prefill sweep sets the final one.
   int64_t max_num_batched_tokens = 256;
+  // Most prompt tokens (prefill chunks, recompute) one step computes while
+  // any running request is decoding (--max-prefill-tokens); 0 = no limit
+  // beyond max_num_batched_tokens. This is the CPU's chunked-prefill knob: a
+  // step's latency grows with its prefill tokens, so a small chunk keeps the
+  // decoding streams' inter-token latency low, while a step with no decodes
+  // (a lone long prompt) still prefills at the full budget. Unlike
+  // max_num_batched_tokens it does not cap how many requests run at once.
+  int64_t max_prefill_tokens = 0;
   // Longest prompt + output (--max-model-len); requests beyond it are
   // rejected at admission. >= 2.
   int64_t max_model_len = 4096;

@@ -99,6 +99,32 @@ TEST(SchedulerTest, BudgetAccountingAndDecodesFirst) {
   EXPECT_EQ(h.kv.num_free_blocks(), 64);
 }
 
+TEST(SchedulerTest, PrefillChunkIsCappedOnlyWhileRequestsDecode) {
+  SchedulerOptions o = opts(64);
+  o.max_prefill_tokens = 4;
+  Harness h(64, 4, o);
+  // Alone, a long prompt prefills at the full budget.
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 40, 20)).is_ok());
+  StepPlan p1 = h.step();
+  EXPECT_EQ(plan_counts(p1), (std::vector<int32_t>{40}));
+  // Once request 1 decodes, request 2's prompt is computed 4 tokens a step,
+  // split across its chunks, while 1 still gets its token every step.
+  ASSERT_TRUE(h.sched.add_request(make_spec(2, 10, 5)).is_ok());
+  ASSERT_TRUE(h.sched.add_request(make_spec(3, 10, 5)).is_ok());
+  StepPlan p2 = h.step();
+  EXPECT_EQ(plan_ids(p2), (Ids{1, 2}));
+  EXPECT_EQ(plan_counts(p2), (std::vector<int32_t>{1, 4}));
+  StepPlan p3 = h.step();
+  EXPECT_EQ(plan_counts(p3), (std::vector<int32_t>{1, 4}));
+  StepPlan p4 = h.step();  // 2 finishes its prompt (2 left), 3 gets the rest of the chunk
+  EXPECT_EQ(plan_ids(p4), (Ids{1, 2, 3}));
+  EXPECT_EQ(plan_counts(p4), (std::vector<int32_t>{1, 2, 2}));
+  // The chunk limit does not cap how many requests run at once.
+  EXPECT_EQ(h.sched.num_running(), 3);
+  h.run_to_completion();
+  EXPECT_EQ(h.kv.num_free_blocks(), 64);
+}
+
 TEST(SchedulerTest, RunningDecodeGoesBeforeABetterRunningPrefill) {
   Harness h(64, 4, opts(16, 256, SchedulingPolicy::kPriority));
   ASSERT_TRUE(h.sched.add_request(make_spec(2, 2, 50, /*priority=*/1)).is_ok());
