@@ -32,8 +32,11 @@ fuzz: deps
 
 test: unit-test fuzz
 
+# The OpenAI-compatible server on the bundled demo model (models/default.gguf),
+# at http://127.0.0.1:8000 (override: make serve SERVE_ARGS="--port 9000 -m X.gguf").
+SERVE_ARGS ?=
 serve: build models
-	$(BUILD)/strata generate -p "Once upon a time" -n 64
+	$(BUILD)/strata serve $(SERVE_ARGS)
 
 bench: build models
 	@./scripts/bench.sh $(BUILD)

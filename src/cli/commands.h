@@ -74,5 +74,28 @@ struct BenchThroughputOptions {
 };
 int run_bench_throughput(const BenchThroughputOptions& opt);
 
+// `strata serve`: the OpenAI-compatible HTTP server over the engine. The
+// api key comes from --api-key or, when absent, from STRATA_API_KEY (read by
+// main). SIGTERM/SIGINT drain: no new requests, in-flight ones finish within
+// drain_timeout_s, then the process exits.
+struct ServeOptions {
+  std::string model_path;
+  std::string host = "127.0.0.1";
+  int32_t port = 8000;
+  std::string served_model_name;  // empty = the model file's stem
+  std::string api_key;
+  int32_t max_queue = 1024;
+  std::string max_body_bytes = "4MiB";
+  int32_t header_timeout_s = 10;
+  int32_t request_timeout_s = 60;
+  int32_t idle_timeout_s = 5;
+  int32_t write_timeout_s = 30;
+  int32_t max_n = 16;
+  int32_t num_http_threads = 512;
+  int32_t drain_timeout_s = 30;
+  double log_interval_s = 5.0;
+  EngineFlags engine;
+};
+int run_serve(const ServeOptions& opt);
 
 }  // namespace strata::cli

@@ -1,0 +1,117 @@
+// `strata serve`: loads the model, starts the engine and the OpenAI server,
+// and drains on SIGTERM/SIGINT: the listener keeps answering (503 for new
+// generations, /health 503) while in-flight requests finish, up to
+// --drain-timeout seconds, then it closes and the process exits.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cli/commands.h"
+#include "engine/engine.h"
+#include "model/model_weights.h"
+#include "model/tokenizer/tokenizer.h"
+#include "server/openai_server.h"
+
+namespace strata::cli {
+namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  const unsigned char b = static_cast<unsigned char>(sig);
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &b, 1);
+}
+
+int fail(const Status& s) {
+  std::fprintf(stderr, "error: %s\n", s.message().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int run_serve(const ServeOptions& opt) {
+  // SIGTERM/SIGINT only write their number to a pipe (any thread may take
+  // them: kernel and engine threads exist already); a waiter thread drains.
+  if (pipe(g_signal_pipe) != 0) return fail(Status(StatusCode::kIoError, "serve: pipe() failed"));
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  const std::string path = opt.model_path.empty() ? default_model_path() : opt.model_path;
+  Result<ModelWeights> weights = ModelWeights::open(path);
+  if (!weights) return fail(weights.status());
+  Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::from_gguf(weights->file());
+  if (!tokenizer) return fail(tokenizer.status());
+  Result<EngineOptions> engine_options = to_engine_options(opt.engine);
+  if (!engine_options) return fail(engine_options.status());
+  Result<size_t> max_body = parse_byte_size(opt.max_body_bytes);
+  if (!max_body) return fail(max_body.status());
+  Result<std::unique_ptr<Engine>> engine = Engine::create(*weights, **tokenizer, *engine_options);
+  if (!engine) return fail(engine.status());
+
+  server::ServerOptions so;
+  so.host = opt.host;
+  so.port = opt.port;
+  so.served_model_name = opt.served_model_name.empty() ? std::filesystem::path(path).stem().string()
+                                                       : opt.served_model_name;
+  so.api_key = opt.api_key;
+  so.max_queue = opt.max_queue;
+  so.max_num_seqs = engine_options->max_num_seqs;
+  so.max_body_bytes = *max_body;
+  so.header_timeout_s = opt.header_timeout_s;
+  so.request_timeout_s = opt.request_timeout_s;
+  so.idle_timeout_s = opt.idle_timeout_s;
+  so.write_timeout_s = opt.write_timeout_s;
+  so.num_http_threads = opt.num_http_threads;
+  so.log_interval_s = opt.log_interval_s;
+  so.limits.max_n = opt.max_n;
+  server::OpenAiServer server(**engine, **tokenizer, so);
+  if (Status s = server.bind(); !s.is_ok()) return fail(s);
+  if (server.chat_template().is_fallback()) {
+    std::fprintf(
+        stderr, "[serve] the model's chat template is %s; using the built-in ChatML template\n",
+        (*tokenizer)->has_chat_template() ? "not one of the recognized families" : "absent");
+  } else {
+    std::fprintf(stderr, "[serve] chat template: %s\n", server.chat_template().name());
+  }
+  std::fprintf(stderr,
+               "[serve] model %s as \"%s\", max_model_len %lld, listening on http://%s:%d\n",
+               path.c_str(), so.served_model_name.c_str(),
+               static_cast<long long>((*engine)->max_model_len()), so.host.c_str(), server.port());
+  std::fflush(stderr);
+
+  const int drain_timeout_s = opt.drain_timeout_s;
+  std::thread waiter([&server, drain_timeout_s] {
+    unsigned char b = 0;
+    while (read(g_signal_pipe[0], &b, 1) < 0 && errno == EINTR) {
+    }
+    const int sig = b;
+    std::fprintf(stderr, "[serve] signal %d: draining (up to %d s)\n", sig, drain_timeout_s);
+    server.begin_drain();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(drain_timeout_s);
+    while (server.num_in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::fprintf(stderr, "[serve] stopping with %lld requests in flight\n",
+                 static_cast<long long>(server.num_in_flight()));
+    server.stop();
+  });
+  server.serve();
+  // serve() only returns after stop(); the waiter has finished or is about to.
+  waiter.join();
+  std::fprintf(stderr, "[serve] stopped\n");
+  return 0;
+}
+
+}  // namespace strata::cli

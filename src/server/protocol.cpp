@@ -1,0 +1,403 @@
+#include "server/protocol.h"
+
+#include <cmath>
+#include <limits>
+
+namespace strata::server {
+namespace {
+
+using nlohmann::json;
+
+const json* find(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+// Integer field in [lo, hi]. Floats (even integral ones), booleans and
+// strings are type errors.
+std::optional<ApiError> get_int(const json& obj, const char* key, int64_t lo, int64_t hi,
+                                std::optional<int64_t>* out) {
+  const json* v = find(obj, key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number_integer()) return invalid_param(key, "Expected an integer.");
+  int64_t x = 0;
+  if (v->is_number_unsigned()) {
+    const uint64_t u = v->get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return invalid_param(key, "Integer out of range.");
+    }
+    x = static_cast<int64_t>(u);
+  } else {
+    x = v->get<int64_t>();
+  }
+  if (x < lo || x > hi) return invalid_param(key, "Integer out of range.");
+  *out = x;
+  return std::nullopt;
+}
+
+template <typename T>
+std::optional<ApiError> get_int_into(const json& obj, const char* key, int64_t lo, int64_t hi,
+                                     T* out) {
+  std::optional<int64_t> v;
+  if (auto e = get_int(obj, key, lo, hi, &v)) return e;
+  if (v) *out = static_cast<T>(*v);
+  return std::nullopt;
+}
+
+// Finite number in [lo, hi].
+std::optional<ApiError> get_float(const json& obj, const char* key, double lo, double hi,
+                                  float* out) {
+  const json* v = find(obj, key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number()) return invalid_param(key, "Expected a number.");
+  const double x = v->get<double>();
+  if (!std::isfinite(x)) return invalid_param(key, "Expected a finite number.");
+  if (x < lo || x > hi) return invalid_param(key, "Number out of range.");
+  *out = static_cast<float>(x);
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_bool(const json& obj, const char* key, bool* out) {
+  const json* v = find(obj, key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_boolean()) return invalid_param(key, "Expected a boolean.");
+  *out = v->get<bool>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_string(const json& obj, const char* key, size_t max_bytes,
+                                   std::string* out) {
+  const json* v = find(obj, key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_string()) return invalid_param(key, "Expected a string.");
+  const std::string& s = v->get_ref<const std::string&>();
+  if (s.size() > max_bytes) return invalid_param(key, "String too long.");
+  *out = s;
+  return std::nullopt;
+}
+
+// An array of token ids in [0, vocab).
+std::optional<ApiError> get_token_ids(const json& v, const char* param,
+                                      const ProtocolLimits& limits, std::vector<int32_t>* out) {
+  out->clear();
+  out->reserve(v.size());
+  for (const json& t : v) {
+    if (!t.is_number_integer()) return invalid_param(param, "Token ids must be integers.");
+    if (t.is_number_unsigned() ? t.get<uint64_t>() >= static_cast<uint64_t>(limits.vocab_size)
+                               : (t.get<int64_t>() < 0 || t.get<int64_t>() >= limits.vocab_size)) {
+      return invalid_param(param, "Token id outside the vocabulary.");
+    }
+    out->push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_params(const json& b, const ProtocolLimits& limits,
+                                     GenerationParams* p) {
+  if (auto e = get_string(b, "model", 1024, &p->model)) return e;
+  std::optional<int64_t> max_tokens;
+  if (auto e = get_int(b, "max_tokens", 1, std::numeric_limits<int32_t>::max(), &max_tokens)) {
+    return e;
+  }
+  std::optional<int64_t> max_completion_tokens;
+  if (auto e = get_int(b, "max_completion_tokens", 1, std::numeric_limits<int32_t>::max(),
+                       &max_completion_tokens)) {
+    return e;
+  }
+  if (max_completion_tokens) max_tokens = max_completion_tokens;
+  if (max_tokens) p->max_tokens = static_cast<int32_t>(*max_tokens);
+
+  if (auto e = get_float(b, "temperature", 0.0, 2.0, &p->temperature)) return e;
+  if (auto e = get_float(b, "top_p", 0.0, 1.0, &p->top_p)) return e;
+  if (find(b, "top_p") != nullptr && p->top_p <= 0.0f) {
+    return invalid_param("top_p", "Number out of range.");
+  }
+  if (auto e = get_int_into(b, "top_k", -1, limits.vocab_size, &p->top_k)) return e;
+  if (p->top_k < 0) p->top_k = 0;
+  if (auto e = get_float(b, "min_p", 0.0, 1.0, &p->min_p)) return e;
+  if (auto e = get_float(b, "repetition_penalty", 0.0, 2.0, &p->repetition_penalty)) return e;
+  if (p->repetition_penalty <= 0.0f) {
+    return invalid_param("repetition_penalty", "Number out of range.");
+  }
+  if (auto e = get_float(b, "presence_penalty", -2.0, 2.0, &p->presence_penalty)) return e;
+  if (auto e = get_float(b, "frequency_penalty", -2.0, 2.0, &p->frequency_penalty)) return e;
+  if (auto e = get_int_into(b, "n", 1, limits.max_n, &p->n)) return e;
+
+  if (const json* stop = find(b, "stop")) {
+    if (stop->is_string()) {
+      p->stop = {stop->get<std::string>()};
+    } else if (stop->is_array()) {
+      if (stop->size() > static_cast<size_t>(limits.max_stop)) {
+        return invalid_param("stop", "Too many stop sequences.");
+      }
+      for (const json& s : *stop) {
+        if (!s.is_string()) return invalid_param("stop", "Stop sequences must be strings.");
+        p->stop.push_back(s.get<std::string>());
+      }
+    } else {
+      return invalid_param("stop", "Expected a string or an array of strings.");
+    }
+    for (const std::string& s : p->stop) {
+      if (s.size() > limits.max_stop_bytes) return invalid_param("stop", "Stop sequence too long.");
+    }
+  }
+
+  if (const json* seed = find(b, "seed")) {
+    if (!seed->is_number_integer()) return invalid_param("seed", "Expected an integer.");
+    p->seed = seed->is_number_unsigned() ? seed->get<uint64_t>()
+                                         : static_cast<uint64_t>(seed->get<int64_t>());
+  }
+
+  if (const json* bias = find(b, "logit_bias")) {
+    if (!bias->is_object()) return invalid_param("logit_bias", "Expected an object.");
+    if (bias->size() > static_cast<size_t>(limits.max_logit_bias)) {
+      return invalid_param("logit_bias", "Too many entries.");
+    }
+    for (auto it = bias->begin(); it != bias->end(); ++it) {
+      const std::string& key = it.key();
+      if (key.empty() || key.size() > 10) return invalid_param("logit_bias", "Invalid token id.");
+      int64_t id = 0;
+      for (char c : key) {
+        if (c < '0' || c > '9') return invalid_param("logit_bias", "Invalid token id.");
+        id = id * 10 + (c - '0');
+      }
+      if (id >= limits.vocab_size) {
+        return invalid_param("logit_bias", "Token id outside the vocabulary.");
+      }
+      if (!it.value().is_number()) return invalid_param("logit_bias", "Bias must be a number.");
+      const double v = it.value().get<double>();
+      if (!std::isfinite(v) || std::fabs(v) > limits.max_abs_logit_bias) {
+        return invalid_param("logit_bias", "Bias must be in [-100, 100].");
+      }
+      p->logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(v));
+    }
+  }
+
+  if (auto e =
+          get_int_into(b, "min_tokens", 0, std::numeric_limits<int32_t>::max(), &p->min_tokens)) {
+    return e;
+  }
+  if (p->max_tokens && p->min_tokens > *p->max_tokens) {
+    return invalid_param("min_tokens", "min_tokens must not exceed max_tokens.");
+  }
+  if (auto e = get_bool(b, "ignore_eos", &p->ignore_eos)) return e;
+  if (auto e = get_int_into(b, "priority", -1000000, 1000000, &p->priority)) return e;
+  if (auto e = get_string(b, "cache_salt", 1024, &p->cache_salt)) return e;
+  if (find(b, "cache_salt") != nullptr && p->cache_salt.empty()) {
+    return invalid_param("cache_salt", "cache_salt must not be empty.");
+  }
+  if (auto e = get_string(b, "user", 1024, &p->user)) return e;
+  if (auto e = get_bool(b, "stream", &p->stream)) return e;
+  if (const json* so = find(b, "stream_options")) {
+    if (!so->is_object()) return invalid_param("stream_options", "Expected an object.");
+    if (!p->stream) return invalid_param("stream_options", "stream_options requires stream.");
+    if (auto e = get_bool(*so, "include_usage", &p->include_usage)) {
+      e->param = "stream_options.include_usage";
+      return e;
+    }
+  }
+  return std::nullopt;
+}
+
+// Message content: a string or an array of {"type":"text","text":...} parts.
+std::optional<ApiError> parse_messages(const json& b, std::vector<ChatMessage>* out) {
+  const json* msgs = find(b, "messages");
+  if (msgs == nullptr) return invalid_param("messages", "messages is required.");
+  if (!msgs->is_array() || msgs->empty()) {
+    return invalid_param("messages", "Expected a non-empty array of messages.");
+  }
+  for (const json& m : *msgs) {
+    if (!m.is_object()) return invalid_param("messages", "Each message must be an object.");
+    ChatMessage msg;
+    const json* role = find(m, "role");
+    if (role == nullptr || !role->is_string()) {
+      return invalid_param("messages", "Each message needs a string role.");
+    }
+    msg.role = role->get<std::string>();
+    if (msg.role != "system" && msg.role != "developer" && msg.role != "user" &&
+        msg.role != "assistant" && msg.role != "tool") {
+      return invalid_param("messages", "Unknown message role.");
+    }
+    const json* content = find(m, "content");
+    if (content == nullptr) {
+      if (msg.role != "assistant") return invalid_param("messages", "Message content is required.");
+    } else if (content->is_string()) {
+      msg.content = content->get<std::string>();
+    } else if (content->is_array()) {
+      for (const json& part : *content) {
+        if (!part.is_object()) return invalid_param("messages", "Invalid content part.");
+        const json* type = find(part, "type");
+        const json* text = find(part, "text");
+        if (type == nullptr || !type->is_string() || type->get<std::string>() != "text" ||
+            text == nullptr || !text->is_string()) {
+          return invalid_param("messages", "Only text content parts are supported.");
+        }
+        msg.content += text->get<std::string>();
+      }
+    } else {
+      return invalid_param("messages", "Message content must be a string or an array.");
+    }
+    out->push_back(std::move(msg));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int32_t json_nesting_depth(std::string_view text, int32_t cap) {
+  int32_t depth = 0;
+  int32_t max_depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) max_depth = depth;
+      if (max_depth > cap) return max_depth;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+std::optional<ApiError> parse_json_body(std::string_view body, const ProtocolLimits& limits,
+                                        nlohmann::json* out) {
+  if (body.empty()) return invalid_param("", "The request body is empty.");
+  if (json_nesting_depth(body, limits.max_json_depth) > limits.max_json_depth) {
+    return invalid_param("", "The request body is nested too deeply.");
+  }
+  // Invalid UTF-8 inside strings, NaN/Infinity literals and truncation are
+  // all parse errors; the parser's own message is not passed on.
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return invalid_param("", "The request body is not valid JSON.");
+  if (!j.is_object()) return invalid_param("", "The request body must be a JSON object.");
+  *out = std::move(j);
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_completion_request(const json& b, const ProtocolLimits& limits,
+                                                 CompletionRequest* out) {
+  if (auto e = parse_params(b, limits, &out->params)) return e;
+  const json* prompt = find(b, "prompt");
+  if (prompt == nullptr) return invalid_param("prompt", "prompt is required.");
+  if (prompt->is_string()) {
+    out->prompt_text = prompt->get<std::string>();
+  } else if (prompt->is_array()) {
+    if (prompt->empty()) return invalid_param("prompt", "The prompt is empty.");
+    const json& first = prompt->front();
+    if (first.is_string() || first.is_array()) {
+      // A batch of prompts: only a batch of one is served.
+      if (prompt->size() != 1) return invalid_param("prompt", "Only one prompt per request.");
+      if (first.is_string()) {
+        out->prompt_text = first.get<std::string>();
+      } else {
+        std::vector<int32_t> ids;
+        if (auto e = get_token_ids(first, "prompt", limits, &ids)) return e;
+        out->prompt_ids = std::move(ids);
+      }
+    } else {
+      std::vector<int32_t> ids;
+      if (auto e = get_token_ids(*prompt, "prompt", limits, &ids)) return e;
+      out->prompt_ids = std::move(ids);
+    }
+  } else {
+    return invalid_param("prompt", "Expected a string or an array of token ids.");
+  }
+  if ((out->prompt_text && out->prompt_text->empty()) ||
+      (out->prompt_ids && out->prompt_ids->empty())) {
+    return invalid_param("prompt", "The prompt is empty.");
+  }
+  if (auto e = get_bool(b, "echo", &out->echo)) return e;
+  std::optional<int64_t> logprobs;
+  if (const json* lp = find(b, "logprobs"); lp != nullptr && lp->is_boolean()) {
+    return invalid_param("logprobs", "Expected an integer.");
+  }
+  if (auto e = get_int(b, "logprobs", 0, limits.max_top_logprobs, &logprobs)) return e;
+  if (logprobs) out->logprobs = static_cast<int32_t>(*logprobs);
+  if (out->echo && out->logprobs) {
+    return invalid_param("echo", "echo together with logprobs is not supported.");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_chat_request(const json& b, const ProtocolLimits& limits,
+                                           ChatRequest* out) {
+  if (auto e = parse_params(b, limits, &out->params)) return e;
+  if (auto e = parse_messages(b, &out->messages)) return e;
+  if (auto e = get_bool(b, "logprobs", &out->logprobs)) return e;
+  if (auto e = get_int_into(b, "top_logprobs", 0, limits.max_top_logprobs, &out->top_logprobs)) {
+    return e;
+  }
+  if (find(b, "top_logprobs") != nullptr && !out->logprobs) {
+    return invalid_param("top_logprobs", "top_logprobs requires logprobs to be true.");
+  }
+  if (auto e = get_bool(b, "add_generation_prompt", &out->add_generation_prompt)) return e;
+  if (find(b, "chat_template") != nullptr) {
+    return invalid_param("chat_template", "Templates from clients are not accepted.");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_tokenize_request(const json& b, const ProtocolLimits& limits,
+                                               TokenizeRequest* out) {
+  if (find(b, "messages") != nullptr) {
+    if (auto e = parse_messages(b, &out->messages)) return e;
+  } else {
+    std::string prompt;
+    if (find(b, "prompt") == nullptr) return invalid_param("prompt", "prompt is required.");
+    if (auto e = get_string(b, "prompt", std::numeric_limits<size_t>::max(), &prompt)) return e;
+    out->prompt = std::move(prompt);
+  }
+  if (auto e = get_bool(b, "add_special_tokens", &out->add_special_tokens)) return e;
+  if (auto e = get_bool(b, "add_generation_prompt", &out->add_generation_prompt)) return e;
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_detokenize_request(const json& b, const ProtocolLimits& limits,
+                                                 DetokenizeRequest* out) {
+  const json* tokens = find(b, "tokens");
+  if (tokens == nullptr || !tokens->is_array()) {
+    return invalid_param("tokens", "Expected an array of token ids.");
+  }
+  return get_token_ids(*tokens, "tokens", limits, &out->tokens);
+}
+
+std::optional<ApiError> resolve_max_tokens(int64_t num_prompt_tokens, int32_t default_max_tokens,
+                                           const char* prompt_param, const ProtocolLimits& limits,
+                                           GenerationParams* p) {
+  const int64_t room = limits.max_model_len - num_prompt_tokens;
+  if (room < 1) {
+    return context_length_exceeded(prompt_param,
+                                   "The prompt leaves no room for output within the model's "
+                                   "context length.");
+  }
+  if (p->max_tokens) {
+    if (*p->max_tokens > room) {
+      return context_length_exceeded("max_tokens",
+                                     "The prompt plus max_tokens exceeds the model's context "
+                                     "length; lower max_tokens or shorten the prompt.");
+    }
+  } else {
+    int64_t v = default_max_tokens > 0 ? std::min<int64_t>(default_max_tokens, room) : room;
+    p->max_tokens = static_cast<int32_t>(v);
+  }
+  if (p->min_tokens > *p->max_tokens) {
+    return invalid_param("min_tokens", "min_tokens must not exceed max_tokens.");
+  }
+  return std::nullopt;
+}
+
+}  // namespace strata::server

@@ -1,0 +1,127 @@
+// OpenAI protocol requests: JSON bodies of /v1/completions and
+// /v1/chat/completions (and /tokenize, /detokenize) parsed into plain structs,
+// every field validated at the edge with typed limits. Nothing here touches
+// the engine or the tokenizer: prompt-length and token-id checks that need
+// them take the numbers from ProtocolLimits. Pure functions; thread-safe.
+//
+// Every parse_* returns std::nullopt on success or the ApiError to send
+// (status 400, naming `param`). Unknown fields are ignored, as OpenAI does.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "server/api_error.h"
+
+namespace strata::server {
+
+// Limits a request is checked against. The server fills the model-dependent
+// ones (vocab_size, max_model_len) at start-up.
+struct ProtocolLimits {
+  int32_t vocab_size = 0;       // token ids must be in [0, vocab_size)
+  int64_t max_model_len = 0;    // prompt + max_tokens must fit
+  int32_t max_n = 16;           // choices per request
+  int32_t max_stop = 4;         // stop strings
+  size_t max_stop_bytes = 256;  // bytes per stop string
+  int32_t max_top_logprobs = 20;
+  int32_t max_logit_bias = 1024;  // entries
+  float max_abs_logit_bias = 100.0f;
+  int32_t max_json_depth = 64;  // nesting of [ and {
+};
+
+// Fields shared by both generation endpoints (OpenAI's and the serving
+// extensions). Optional fields keep their "absent" state so the server can
+// apply defaults that depend on the prompt length.
+struct GenerationParams {
+  std::string model;                  // empty = absent
+  std::optional<int32_t> max_tokens;  // max_tokens or max_completion_tokens, >= 1
+  float temperature = 1.0f;           // [0, 2]
+  float top_p = 1.0f;                 // (0, 1]
+  int32_t top_k = 0;                  // -1 or 0 = off
+  float min_p = 0.0f;                 // [0, 1]
+  float repetition_penalty = 1.0f;    // (0, 2]
+  float presence_penalty = 0.0f;      // [-2, 2]
+  float frequency_penalty = 0.0f;     // [-2, 2]
+  int32_t n = 1;                      // [1, max_n]
+  std::vector<std::string> stop;      // <= max_stop, each <= max_stop_bytes
+  std::optional<uint64_t> seed;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // ids < vocab, |bias| <= 100
+  int32_t min_tokens = 0;                             // <= max_tokens
+  bool ignore_eos = false;
+  int32_t priority = 0;
+  std::string cache_salt;
+  std::string user;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+struct CompletionRequest {
+  GenerationParams params;
+  // Exactly one is set: a text prompt or token ids.
+  std::optional<std::string> prompt_text;
+  std::optional<std::vector<int32_t>> prompt_ids;
+  bool echo = false;
+  // logprobs: number of top alternatives per token, [0, max_top_logprobs];
+  // absent = no logprobs.
+  std::optional<int32_t> logprobs;
+};
+
+struct ChatMessage {
+  std::string role;  // system, developer, user, assistant, tool
+  std::string content;
+};
+
+struct ChatRequest {
+  GenerationParams params;
+  std::vector<ChatMessage> messages;  // non-empty
+  bool logprobs = false;
+  int32_t top_logprobs = 0;  // [0, max_top_logprobs], needs logprobs
+  bool add_generation_prompt = true;
+};
+
+// POST /tokenize: a text prompt or chat messages.
+struct TokenizeRequest {
+  std::optional<std::string> prompt;
+  std::vector<ChatMessage> messages;
+  bool add_special_tokens = true;
+  bool add_generation_prompt = true;
+};
+
+// POST /detokenize.
+struct DetokenizeRequest {
+  std::vector<int32_t> tokens;
+};
+
+// Parses a request body: it must be a JSON object, valid UTF-8, nested at
+// most limits.max_json_depth deep (checked before parsing, so a hostile
+// nesting cannot exhaust the stack).
+std::optional<ApiError> parse_json_body(std::string_view body, const ProtocolLimits& limits,
+                                        nlohmann::json* out);
+
+std::optional<ApiError> parse_completion_request(const nlohmann::json& body,
+                                                 const ProtocolLimits& limits,
+                                                 CompletionRequest* out);
+std::optional<ApiError> parse_chat_request(const nlohmann::json& body, const ProtocolLimits& limits,
+                                           ChatRequest* out);
+std::optional<ApiError> parse_tokenize_request(const nlohmann::json& body,
+                                               const ProtocolLimits& limits, TokenizeRequest* out);
+std::optional<ApiError> parse_detokenize_request(const nlohmann::json& body,
+                                                 const ProtocolLimits& limits,
+                                                 DetokenizeRequest* out);
+
+// Checks that prompt + max_tokens fits limits.max_model_len and fills an
+// absent max_tokens with min(default_max_tokens, room left) (0 = all the
+// room left). Errors are context_length_exceeded.
+std::optional<ApiError> resolve_max_tokens(int64_t num_prompt_tokens, int32_t default_max_tokens,
+                                           const char* prompt_param, const ProtocolLimits& limits,
+                                           GenerationParams* params);
+
+// Maximum nesting depth of [ and { outside strings; stops counting past `cap`.
+int32_t json_nesting_depth(std::string_view text, int32_t cap);
+
+}  // namespace strata::server

@@ -1,0 +1,232 @@
+// Protocol unit tests: JSON bodies to request structs, every validation rule
+// and its error status, code and param.
+#include "server/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "server/api_error.h"
+
+namespace strata::server {
+namespace {
+
+using nlohmann::json;
+
+ProtocolLimits limits() {
+  ProtocolLimits l;
+  l.vocab_size = 500;
+  l.max_model_len = 100;
+  l.max_n = 4;
+  return l;
+}
+
+std::optional<ApiError> completion(const std::string& body, CompletionRequest* out = nullptr) {
+  CompletionRequest tmp;
+  json j;
+  if (auto e = parse_json_body(body, limits(), &j)) return e;
+  return parse_completion_request(j, limits(), out != nullptr ? out : &tmp);
+}
+
+std::optional<ApiError> chat(const std::string& body, ChatRequest* out = nullptr) {
+  ChatRequest tmp;
+  json j;
+  if (auto e = parse_json_body(body, limits(), &j)) return e;
+  return parse_chat_request(j, limits(), out != nullptr ? out : &tmp);
+}
+
+void expect_400(const std::optional<ApiError>& e, const std::string& param) {
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->http_status, 400);
+  EXPECT_EQ(e->param, param);
+  EXPECT_EQ(e->type, "invalid_request_error");
+}
+
+TEST(ProtocolTest, ParsesAFullCompletionRequest) {
+  CompletionRequest r;
+  ASSERT_FALSE(completion(R"({"model":"m","prompt":"hi","max_tokens":7,"temperature":0.5,
+      "top_p":0.9,"top_k":5,"min_p":0.1,"repetition_penalty":1.1,"presence_penalty":0.5,
+      "frequency_penalty":-0.5,"n":3,"stop":["a","bb"],"seed":42,"logit_bias":{"7":-100,"3":5.5},
+      "min_tokens":2,"ignore_eos":true,"priority":-3,"cache_salt":"s","user":"u","stream":true,
+      "stream_options":{"include_usage":true},"logprobs":3,"unknown_field":[1,2]})",
+                          &r));
+  EXPECT_EQ(r.prompt_text, "hi");
+  EXPECT_EQ(r.params.model, "m");
+  EXPECT_EQ(r.params.max_tokens, 7);
+  EXPECT_FLOAT_EQ(r.params.temperature, 0.5f);
+  EXPECT_EQ(r.params.top_k, 5);
+  EXPECT_EQ(r.params.n, 3);
+  EXPECT_EQ(r.params.stop, (std::vector<std::string>{"a", "bb"}));
+  EXPECT_EQ(r.params.seed, 42u);
+  ASSERT_EQ(r.params.logit_bias.size(), 2u);
+  EXPECT_EQ(r.params.min_tokens, 2);
+  EXPECT_TRUE(r.params.ignore_eos);
+  EXPECT_EQ(r.params.priority, -3);
+  EXPECT_EQ(r.params.cache_salt, "s");
+  EXPECT_TRUE(r.params.stream);
+  EXPECT_TRUE(r.params.include_usage);
+  EXPECT_EQ(r.logprobs, 3);
+}
+
+TEST(ProtocolTest, PromptForms) {
+  CompletionRequest r;
+  ASSERT_FALSE(completion(R"({"prompt":[1,2,499]})", &r));
+  EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{1, 2, 499}));
+  CompletionRequest r2;
+  ASSERT_FALSE(completion(R"({"prompt":[[4,5]]})", &r2));
+  EXPECT_EQ(r2.prompt_ids, (std::vector<int32_t>{4, 5}));
+  CompletionRequest r3;
+  ASSERT_FALSE(completion(R"({"prompt":["x"]})", &r3));
+  EXPECT_EQ(r3.prompt_text, "x");
+  expect_400(completion(R"({"prompt":[1,500]})"), "prompt");
+  expect_400(completion(R"({"prompt":[-1]})"), "prompt");
+  expect_400(completion(R"({"prompt":[1.5]})"), "prompt");
+  expect_400(completion(R"({"prompt":[]})"), "prompt");
+  expect_400(completion(R"({"prompt":""})"), "prompt");
+  expect_400(completion(R"({"prompt":["a","b"]})"), "prompt");
+  expect_400(completion(R"({"prompt":7})"), "prompt");
+  expect_400(completion(R"({})"), "prompt");
+}
+
+TEST(ProtocolTest, MalformedBodies) {
+  expect_400(completion(""), "");
+  expect_400(completion("{\"prompt\":"), "");
+  expect_400(completion("[1,2]"), "");
+  expect_400(completion("\"str\""), "");
+  expect_400(completion("{\"prompt\":\"\xff\xfe\"}"), "");
+  expect_400(completion("{\"prompt\":\"a\",\"temperature\":NaN}"), "");
+  expect_400(completion(std::string(100000, '[') + std::string(100000, ']')), "");
+  // Brackets inside strings do not count as nesting.
+  EXPECT_FALSE(completion("{\"prompt\":\"" + std::string(1000, '[') + "\"}"));
+}
+
+TEST(ProtocolTest, NestingDepth) {
+  EXPECT_EQ(json_nesting_depth("{\"a\":[[1]]}", 100), 3);
+  EXPECT_EQ(json_nesting_depth("\"[[[\"", 100), 0);
+  EXPECT_EQ(json_nesting_depth("\"\\\"[\"", 100), 0);
+  EXPECT_EQ(json_nesting_depth(std::string(1000, '['), 10), 11);
+}
+
+TEST(ProtocolTest, TypedLimits) {
+  expect_400(completion(R"({"prompt":"a","max_tokens":0})"), "max_tokens");
+  expect_400(completion(R"({"prompt":"a","max_tokens":"5"})"), "max_tokens");
+  expect_400(completion(R"({"prompt":"a","max_tokens":5.0})"), "max_tokens");
+  expect_400(completion(R"({"prompt":"a","max_tokens":1e300})"), "max_tokens");
+  expect_400(completion(R"({"prompt":"a","max_tokens":99999999999999999999999})"), "max_tokens");
+  expect_400(completion(R"({"prompt":"a","max_completion_tokens":-1})"), "max_completion_tokens");
+  expect_400(completion(R"({"prompt":"a","temperature":2.5})"), "temperature");
+  expect_400(completion(R"({"prompt":"a","temperature":1e999})"), "");  // overflow: not JSON
+  expect_400(completion(R"({"prompt":"a","temperature":true})"), "temperature");
+  expect_400(completion(R"({"prompt":"a","top_p":0})"), "top_p");
+  expect_400(completion(R"({"prompt":"a","top_p":1.01})"), "top_p");
+  expect_400(completion(R"({"prompt":"a","top_k":-2})"), "top_k");
+  expect_400(completion(R"({"prompt":"a","min_p":-0.1})"), "min_p");
+  expect_400(completion(R"({"prompt":"a","repetition_penalty":0})"), "repetition_penalty");
+  expect_400(completion(R"({"prompt":"a","presence_penalty":2.1})"), "presence_penalty");
+  expect_400(completion(R"({"prompt":"a","frequency_penalty":-3})"), "frequency_penalty");
+  expect_400(completion(R"({"prompt":"a","n":0})"), "n");
+  expect_400(completion(R"({"prompt":"a","n":5})"), "n");
+  expect_400(completion(R"({"prompt":"a","stop":["1","2","3","4","5"]})"), "stop");
+  expect_400(completion(R"({"prompt":"a","stop":[1]})"), "stop");
+  expect_400(completion(R"({"prompt":"a","stop":{}})"), "stop");
+  expect_400(completion(R"({"prompt":"a","stop":")" + std::string(300, 'x') + R"("})"), "stop");
+  expect_400(completion(R"({"prompt":"a","seed":1.5})"), "seed");
+  expect_400(completion(R"({"prompt":"a","logit_bias":{"500":1}})"), "logit_bias");
+  expect_400(completion(R"({"prompt":"a","logit_bias":{"-1":1}})"), "logit_bias");
+  expect_400(completion(R"({"prompt":"a","logit_bias":{"abc":1}})"), "logit_bias");
+  expect_400(completion(R"({"prompt":"a","logit_bias":{"1":101}})"), "logit_bias");
+  expect_400(completion(R"({"prompt":"a","logit_bias":{"1":"x"}})"), "logit_bias");
+  expect_400(completion(R"({"prompt":"a","logit_bias":[1]})"), "logit_bias");
+  expect_400(completion(R"({"prompt":"a","max_tokens":3,"min_tokens":4})"), "min_tokens");
+  expect_400(completion(R"({"prompt":"a","ignore_eos":1})"), "ignore_eos");
+  expect_400(completion(R"({"prompt":"a","cache_salt":""})"), "cache_salt");
+  expect_400(completion(R"({"prompt":"a","stream":"yes"})"), "stream");
+  expect_400(completion(R"({"prompt":"a","stream_options":{"include_usage":true}})"),
+             "stream_options");
+  expect_400(completion(R"({"prompt":"a","logprobs":21})"), "logprobs");
+  expect_400(completion(R"({"prompt":"a","logprobs":true})"), "logprobs");
+  expect_400(completion(R"({"prompt":"a","echo":true,"logprobs":1})"), "echo");
+  expect_400(completion(R"({"prompt":"a","model":5})"), "model");
+}
+
+TEST(ProtocolTest, ChatMessages) {
+  ChatRequest r;
+  ASSERT_FALSE(chat(R"({"messages":[{"role":"system","content":"s"},
+      {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+      {"role":"assistant","content":null}],"logprobs":true,"top_logprobs":2,
+      "max_completion_tokens":9})",
+                    &r));
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[1].content, "ab");
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 2);
+  EXPECT_EQ(r.params.max_tokens, 9);
+  expect_400(chat(R"({})"), "messages");
+  expect_400(chat(R"({"messages":[]})"), "messages");
+  expect_400(chat(R"({"messages":"hi"})"), "messages");
+  expect_400(chat(R"({"messages":[{"role":"king","content":"x"}]})"), "messages");
+  expect_400(chat(R"({"messages":[{"content":"x"}]})"), "messages");
+  expect_400(chat(R"({"messages":[{"role":"user"}]})"), "messages");
+  expect_400(chat(R"({"messages":[{"role":"user","content":5}]})"), "messages");
+  expect_400(chat(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})"),
+             "messages");
+  expect_400(chat(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})"),
+             "top_logprobs");
+  expect_400(chat(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,
+      "top_logprobs":21})"),
+             "top_logprobs");
+  expect_400(chat(R"({"messages":[{"role":"user","content":"x"}],"chat_template":"{{x}}"})"),
+             "chat_template");
+}
+
+TEST(ProtocolTest, ResolveMaxTokens) {
+  GenerationParams p;
+  ASSERT_FALSE(resolve_max_tokens(90, 16, "prompt", limits(), &p));
+  EXPECT_EQ(p.max_tokens, 10);  // the default is clipped to the room left
+  GenerationParams q;
+  ASSERT_FALSE(resolve_max_tokens(10, 0, "messages", limits(), &q));
+  EXPECT_EQ(q.max_tokens, 90);
+  GenerationParams r;
+  r.max_tokens = 11;
+  auto e = resolve_max_tokens(90, 16, "prompt", limits(), &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, "context_length_exceeded");
+  EXPECT_EQ(e->param, "max_tokens");
+  GenerationParams s;
+  e = resolve_max_tokens(100, 16, "prompt", limits(), &s);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, "context_length_exceeded");
+  EXPECT_EQ(e->param, "prompt");
+}
+
+TEST(ProtocolTest, TokenizeAndDetokenize) {
+  json j = json::parse(R"({"prompt":"x","add_special_tokens":false})");
+  TokenizeRequest t;
+  ASSERT_FALSE(parse_tokenize_request(j, limits(), &t));
+  EXPECT_EQ(t.prompt, "x");
+  EXPECT_FALSE(t.add_special_tokens);
+  DetokenizeRequest d;
+  ASSERT_FALSE(parse_detokenize_request(json::parse(R"({"tokens":[1,2]})"), limits(), &d));
+  EXPECT_EQ(d.tokens.size(), 2u);
+  expect_400(parse_detokenize_request(json::parse(R"({"tokens":[600]})"), limits(), &d), "tokens");
+  expect_400(parse_detokenize_request(json::parse(R"({})"), limits(), &d), "tokens");
+}
+
+TEST(ApiErrorTest, BodiesAndStatuses) {
+  const json body = json::parse(invalid_param("n", "Integer out of range.").body());
+  EXPECT_EQ(body["error"]["param"], "n");
+  EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+  EXPECT_TRUE(body["error"].contains("code"));
+  EXPECT_EQ(unauthorized().http_status, 401);
+  EXPECT_TRUE(json::parse(unauthorized().body())["error"]["param"].is_null());
+  EXPECT_EQ(model_not_found().http_status, 404);
+  EXPECT_EQ(route_not_found().http_status, 404);
+  EXPECT_EQ(method_not_allowed().http_status, 405);
+  EXPECT_EQ(body_too_large().http_status, 413);
+  EXPECT_EQ(queue_full().http_status, 429);
+  EXPECT_EQ(headers_too_large().http_status, 431);
+  EXPECT_EQ(server_draining().http_status, 503);
+}
+
+}  // namespace
+}  // namespace strata::server
