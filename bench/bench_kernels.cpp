@@ -228,8 +228,11 @@ BENCHMARK(BM_SiluMul)->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond);
 
 int main(int argc, char** argv) {
   // STRATA_BENCH_ISA=scalar forces the reference kernels for a side-by-side run.
+  // STRATA_BENCH_ISA=avx2 forces the AVX2 kernels on an AVX-512 VNNI CPU.
   if (const char* isa = std::getenv("STRATA_BENCH_ISA"); isa && std::strcmp(isa, "scalar") == 0) {
     strata::set_kernel_isa(strata::KernelIsa::kScalar);
+  } else if (isa && std::strcmp(isa, "avx2") == 0) {
+    strata::set_kernel_isa(strata::KernelIsa::kAvx2);
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

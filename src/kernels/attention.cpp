@@ -135,7 +135,7 @@ void write_kv(const KvLayerView& kv, const float* k, const float* v, const int32
 
 void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch,
                      int n_heads, float scale, float* out, ThreadPool& pool) {
-  const bool use_avx2 = kernel_isa() == KernelIsa::kAvx2;
+  const bool use_avx2 = kernel_isa_has_avx2(kernel_isa());
   const int64_t n_tasks = batch.n_tokens * kv.n_kv_heads;
   auto work = [&](int ith, int nth) {
     int64_t begin, end;

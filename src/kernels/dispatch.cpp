@@ -8,7 +8,9 @@ namespace strata {
 namespace {
 
 KernelIsa detect() {
-  return detect_cpu_features().can_run_avx2_kernels() ? KernelIsa::kAvx2 : KernelIsa::kScalar;
+  const CpuFeatures f = detect_cpu_features();
+  if (f.can_run_avx512_vnni_kernels()) return KernelIsa::kAvx512Vnni;
+  return f.can_run_avx2_kernels() ? KernelIsa::kAvx2 : KernelIsa::kScalar;
 }
 
 std::atomic<KernelIsa>& current_isa() {
@@ -28,15 +30,22 @@ KernelIsa kernel_isa() {
 }
 
 KernelIsa set_kernel_isa(KernelIsa isa) {
-  if (isa == KernelIsa::kAvx2 && detected_kernel_isa() != KernelIsa::kAvx2) {
-    isa = KernelIsa::kScalar;
-  }
+  const KernelIsa best = detected_kernel_isa();
+  if (isa == KernelIsa::kAvx512Vnni && best != KernelIsa::kAvx512Vnni) isa = KernelIsa::kAvx2;
+  if (isa == KernelIsa::kAvx2 && best == KernelIsa::kScalar) isa = KernelIsa::kScalar;
   current_isa().store(isa, std::memory_order_relaxed);
   return isa;
 }
 
 const char* kernel_isa_name(KernelIsa isa) {
-  return isa == KernelIsa::kAvx2 ? "avx2" : "scalar";
+  switch (isa) {
+    case KernelIsa::kAvx512Vnni:
+      return "avx512vnni";
+    case KernelIsa::kAvx2:
+      return "avx2";
+    default:
+      return "scalar";
+  }
 }
 
 }  // namespace strata

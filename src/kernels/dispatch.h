@@ -1,16 +1,20 @@
-// Kernel dispatch: which implementation (scalar reference or AVX2/FMA) the
-// public kernels in matmul.h, ops.h and attention.h use.
+// Kernel dispatch: which implementation (scalar reference, AVX2/FMA, or
+// AVX2 plus AVX-512 VNNI) the public kernels in matmul.h, ops.h and
+// attention.h use.
 //
 // The choice is made once, on first use, from the detected CPU. Tests call
-// set_kernel_isa() to force a path, so one process can check both; the
+// set_kernel_isa() to force a path, so one process can check each; the
 // setting is process-wide (an atomic), so do not flip it while kernels run.
+// kAvx512Vnni is a superset of kAvx2: kernels without an AVX-512 version
+// run their AVX2 one (test with kernel_isa_has_avx2()).
 #pragma once
 
 namespace strata {
 
 enum class KernelIsa {
-  kScalar,  // portable C++, the reference
-  kAvx2,    // AVX2 + FMA + F16C translation units (*_avx2.cpp)
+  kScalar,      // portable C++, the reference
+  kAvx2,        // AVX2 + FMA + F16C translation units (*_avx2.cpp)
+  kAvx512Vnni,  // kAvx2 plus AVX-512 F/BW/VL/VNNI units (*_avx512.cpp)
 };
 
 // The best ISA this CPU supports.
@@ -19,8 +23,13 @@ KernelIsa detected_kernel_isa();
 // The ISA the kernels use now (detected_kernel_isa() unless overridden).
 KernelIsa kernel_isa();
 
-// Forces an ISA; requesting kAvx2 on a CPU without it falls back to kScalar.
-// Returns the ISA actually selected.
+// Whether kernels at `isa` may run the *_avx2.cpp code.
+inline bool kernel_isa_has_avx2(KernelIsa isa) {
+  return isa == KernelIsa::kAvx2 || isa == KernelIsa::kAvx512Vnni;
+}
+
+// Forces an ISA; a request the CPU cannot run falls back to the best one it
+// can below it (kAvx512Vnni -> kAvx2 -> kScalar). Returns the ISA selected.
 KernelIsa set_kernel_isa(KernelIsa isa);
 
 const char* kernel_isa_name(KernelIsa isa);

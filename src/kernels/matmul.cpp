@@ -5,6 +5,7 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/matmul_avx2.h"
+#include "kernels/matmul_avx512.h"
 #include "kernels/vec_dot.h"
 
 namespace strata {
@@ -39,18 +40,42 @@ void matmul_rows_scalar(const WeightView& w, const uint8_t* x_enc, size_t x_row_
 
 void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   if (n <= 0 || w.rows <= 0) return;
-  const bool use_avx2 = kernel_isa() == KernelIsa::kAvx2 && avx2::matmul_supports(w.type);
-  const size_t x_row_bytes = use_avx2 ? avx2::activation_row_bytes(w.type, w.cols)
-                                      : vec_dot::activation_row_bytes(w.type, w.cols);
+  enum class Path { kScalar, kAvx2, kAvx512 };
+  Path path = Path::kScalar;
+  if (kernel_isa() == KernelIsa::kAvx512Vnni && avx512::matmul_supports(w.type, n)) {
+    path = Path::kAvx512;
+  } else if (kernel_isa_has_avx2(kernel_isa()) && avx2::matmul_supports(w.type)) {
+    path = Path::kAvx2;
+  }
+  size_t x_row_bytes = 0;
+  switch (path) {
+    case Path::kAvx512:
+      x_row_bytes = avx512::activation_row_bytes(w.type, w.cols);
+      break;
+    case Path::kAvx2:
+      x_row_bytes = avx2::activation_row_bytes(w.type, w.cols);
+      break;
+    case Path::kScalar:
+      x_row_bytes = vec_dot::activation_row_bytes(w.type, w.cols);
+      break;
+  }
   const uint8_t* x_enc = reinterpret_cast<const uint8_t*>(x);
   if (vec_dot::activation_type(w.type) != DType::kF32) {
     uint8_t* scratch = activation_scratch(x_row_bytes * static_cast<size_t>(n));
     auto encode = [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
-        if (use_avx2) {
-          avx2::encode_activation_row(w.type, x + t * w.cols, w.cols, scratch + t * x_row_bytes);
-        } else {
-          vec_dot::encode_activation_row(w.type, x + t * w.cols, w.cols, scratch + t * x_row_bytes);
+        const float* src = x + t * w.cols;
+        uint8_t* dst = scratch + t * x_row_bytes;
+        switch (path) {
+          case Path::kAvx512:
+            avx512::encode_activation_row(w.type, src, w.cols, dst);
+            break;
+          case Path::kAvx2:
+            avx2::encode_activation_row(w.type, src, w.cols, dst);
+            break;
+          case Path::kScalar:
+            vec_dot::encode_activation_row(w.type, src, w.cols, dst);
+            break;
         }
       }
     };
@@ -67,12 +92,19 @@ void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool
   }
   pool.run([&](int ith, int nth) {
     int64_t begin, end;
-    if (use_avx2) {
-      avx2::split_rows(w.rows, ith, nth, &begin, &end);
-      avx2::matmul_rows(w, x_enc, x_row_bytes, n, y, begin, end);
-    } else {
-      split_range(w.rows, ith, nth, &begin, &end);
-      matmul_rows_scalar(w, x_enc, x_row_bytes, n, y, begin, end);
+    switch (path) {
+      case Path::kAvx512:
+        avx512::split_rows(w.rows, ith, nth, &begin, &end);
+        avx512::matmul_rows(w, x_enc, x_row_bytes, n, y, begin, end);
+        break;
+      case Path::kAvx2:
+        avx2::split_rows(w.rows, ith, nth, &begin, &end);
+        avx2::matmul_rows(w, x_enc, x_row_bytes, n, y, begin, end);
+        break;
+      case Path::kScalar:
+        split_range(w.rows, ith, nth, &begin, &end);
+        matmul_rows_scalar(w, x_enc, x_row_bytes, n, y, begin, end);
+        break;
     }
   });
 }

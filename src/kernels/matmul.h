@@ -6,8 +6,9 @@
 // Decode (small n) takes a GEMV path; prefill and batched decode take a tiled
 // GEMM. Quantized types quantize x to 8 bits per block first (as llama.cpp
 // does), so results match llama.cpp's to within its own rounding.
-// Dispatch between the scalar reference and the AVX2/FMA kernels happens once
-// at start-up from the detected CPU (kernels/dispatch.h).
+// Dispatch between the scalar reference, the AVX2/FMA kernels and (for
+// Q4_0/Q8_0 GEMMs of 16+ rows) the AVX-512 VNNI kernels happens once at
+// start-up from the detected CPU (kernels/dispatch.h).
 #pragma once
 
 #include <cstddef>

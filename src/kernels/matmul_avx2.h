@@ -1,6 +1,6 @@
 // Internal to src/kernels: the AVX2/FMA/F16C matmul kernels
 // (matmul_avx2.cpp, compiled with those flags). Call only when
-// kernel_isa() == KernelIsa::kAvx2.
+// kernel_isa_has_avx2(kernel_isa()).
 #pragma once
 
 #include <cstddef>

@@ -68,7 +68,7 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
 }  // namespace ref
 
 void rms_norm(const float* x, const float* w, float* y, int64_t n_rows, int64_t dim, float eps) {
-  if (kernel_isa() == KernelIsa::kAvx2) {
+  if (kernel_isa_has_avx2(kernel_isa())) {
     avx2::rms_norm(x, w, y, n_rows, dim, eps);
   } else {
     ref::rms_norm(x, w, y, n_rows, dim, eps);
@@ -88,7 +88,7 @@ void rope(float* x, const int32_t* positions, int64_t n_tokens, int n_heads, con
     for (int h = 0; h < n_heads; ++h) {
       float* v = x + (t * n_heads + h) * p.head_dim;
       if (p.style == RopeStyle::kNeox) {
-        if (kernel_isa() == KernelIsa::kAvx2) {
+        if (kernel_isa_has_avx2(kernel_isa())) {
           avx2::rope_neox_head(v, c, s, half);
           continue;
         }
@@ -109,7 +109,7 @@ void rope(float* x, const int32_t* positions, int64_t n_tokens, int n_heads, con
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
-  if (kernel_isa() == KernelIsa::kAvx2) {
+  if (kernel_isa_has_avx2(kernel_isa())) {
     avx2::silu_mul(gate, up, out, n);
   } else {
     ref::silu_mul(gate, up, out, n);

@@ -151,7 +151,7 @@ namespace strata {
 namespace {
 
 TEST(MatmulEncoding, Avx2QuantizedActivationsAreByteIdentical) {
-  if (detected_kernel_isa() != KernelIsa::kAvx2) GTEST_SKIP() << "no AVX2";
+  if (!kernel_isa_has_avx2(detected_kernel_isa())) GTEST_SKIP() << "no AVX2";
   auto x = testing::random_floats(3 * 256, 21);
   // Exact ties: block amax 127 gives d = 1, so x = k + 0.5 rounds to even in
   // the activation encodings (as llama.cpp's AVX2 quantize_row_q8_0 and its
@@ -199,7 +199,7 @@ TEST(MatmulEncoding, Q8_0ActivationsScaleBy127OverAmax) {
       vec_dot::encode_activation_row(DType::kQ8_0, row.data(), 32, got);
       EXPECT_EQ(got[0].qs[1], static_cast<int8_t>(std::nearbyint(x * id_llama)))
           << amax << " " << x;
-      if (detected_kernel_isa() == KernelIsa::kAvx2) {
+      if (kernel_isa_has_avx2(detected_kernel_isa())) {
         BlockQ8_0 got_avx2[1];
         avx2::encode_activation_row(DType::kQ8_0, row.data(), 32, got_avx2);
         EXPECT_EQ(got_avx2[0].qs[1], got[0].qs[1]);

@@ -30,10 +30,12 @@ class ScopedIsa {
   KernelIsa actual_;
 };
 
-// Both ISAs where the CPU has AVX2, else only the scalar one.
+// Every ISA this CPU can run: scalar, then AVX2, then AVX-512 VNNI.
 inline std::vector<KernelIsa> isas_to_test() {
   std::vector<KernelIsa> isas = {KernelIsa::kScalar};
-  if (detected_kernel_isa() == KernelIsa::kAvx2) isas.push_back(KernelIsa::kAvx2);
+  const KernelIsa best = detected_kernel_isa();
+  if (kernel_isa_has_avx2(best)) isas.push_back(KernelIsa::kAvx2);
+  if (best == KernelIsa::kAvx512Vnni) isas.push_back(KernelIsa::kAvx512Vnni);
   return isas;
 }
 

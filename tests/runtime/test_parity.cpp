@@ -140,9 +140,10 @@ std::vector<int32_t> shuffled_blocks(uint32_t seed) {
 class Parity : public ::testing::Test {
  protected:
   void SetUp() override {
-    // STRATA_PARITY_ISA=scalar runs the scalar reference kernels instead.
+    // STRATA_PARITY_ISA=scalar (or avx2) forces those kernels instead of the best.
     const char* isa = std::getenv("STRATA_PARITY_ISA");
     if (isa != nullptr && std::string(isa) == "scalar") set_kernel_isa(KernelIsa::kScalar);
+    if (isa != nullptr && std::string(isa) == "avx2") set_kernel_isa(KernelIsa::kAvx2);
     index_ = load_index();
     ASSERT_FALSE(index_["models"].empty());
   }
