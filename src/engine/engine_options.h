@@ -25,15 +25,16 @@ struct EngineOptions {
   // step with no decodes (a lone prompt) prefills up to this many tokens.
   int64_t max_num_batched_tokens = 512;
   // Most prompt tokens per step while any request decodes
-  // (--max-prefill-tokens); the chunked-prefill knob. Chosen by the sweep
-  // (bench/serving_core.sh chunked: 8 decoding streams + a 4000-token prompt,
-  // TinyLlama-1.1B shape, Q8_0, 2 threads). A step costs about
-  // idle + c * prefill_tokens, with c (~35-40 ms/token) close to the solo
-  // prefill cost, so keeping the streams' ITL <= 3x idle allows ~2 * idle / c
-  // ~ 16 prefill tokens beside 8 decodes, which also keeps the long prompt's
-  // TTFT <= 1.5x solo. Measured at 24: median ITL 2.9x idle, TTFT 1.40x solo
-  // (p99 ITL 4.7x on the loaded shared host); 16: TTFT 2.05x; 32+: ITL >= 5x.
-  // GPU servers use 2048+; on this CPU that froze the streams for 90 s.
+  // (--max-prefill-tokens); the chunked-prefill knob, chosen by the sweep
+  // `bench/serving_core.sh BUILD chunked` (8 decoding streams + a 4000-token
+  // prompt, TinyLlama-1.1B shape, Q8_0, 2 threads). A step costs about
+  // idle + k * c for k prompt tokens; keeping the streams' ITL <= 3x idle
+  // allows k <= 2 * idle / c, and then the prompt advances at 2 / (3c), i.e.
+  // its TTFT is exactly 1.5x solo when chunks cost what a solo prefill does.
+  // They cost more (small GEMMs): on an idle AVX-512 host, idle ITL 86 ms,
+  // solo TTFT 28.3 s; chunk 16: p99 ITL 4.7x, TTFT 2.6x; 32: 6.3x, 1.7x;
+  // 64: 10.3x, 1.3x. 24 favours the streams. GPU servers use 2048+; on this
+  // CPU that freezes the streams for tens of seconds.
   int64_t max_prefill_tokens = 24;
   // Most requests running at once (--max-num-seqs).
   int32_t max_num_seqs = 256;
