@@ -15,19 +15,8 @@ std::string sse_frame(const json& j) {
 }
 
 const char* finish_reason_text(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kAbort:
-      return "abort";
-    case FinishReason::kError:
-      return "error";
-    case FinishReason::kNone:
-      break;
-  }
-  return nullptr;
+  // JSON null while a choice is still running; the scheduler's names otherwise.
+  return reason == FinishReason::kNone ? nullptr : finish_reason_name(reason);
 }
 
 json usage_json(const TokenUsage& u) {
