@@ -1,5 +1,7 @@
 #include "random_model.h"
 
+#include "hparams_metadata.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -121,23 +123,10 @@ Status write_random_model(const RandomModelSpec& s, const std::string& path) {
 
   GgufWriter w;
   const std::string& a = s.arch;
-  w.add_string("general.architecture", a);
-  w.add_string("general.name", "strata-random-" + a + "-" + s.type);
-  w.add_u32("general.file_type", choice->file_type);
-  w.add_u32("general.quantization_version", 2);
-  w.add_u32(a + ".context_length", static_cast<uint32_t>(s.context_length));
-  w.add_u32(a + ".embedding_length", static_cast<uint32_t>(s.hidden_dim));
-  w.add_u32(a + ".block_count", static_cast<uint32_t>(s.num_layers));
-  w.add_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.ffn_dim));
-  w.add_u32(a + ".attention.head_count", static_cast<uint32_t>(s.num_heads));
-  w.add_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.num_kv_heads));
-  w.add_f32(a + ".attention.layer_norm_rms_epsilon", s.rms_norm_eps);
-  w.add_f32(a + ".rope.freq_base", s.rope_freq_base);
-  w.add_u32(a + ".rope.dimension_count", static_cast<uint32_t>(head_dim));
-  if (a == "qwen3" || q_dim != s.hidden_dim) {
-    w.add_u32(a + ".attention.key_length", static_cast<uint32_t>(head_dim));
-    w.add_u32(a + ".attention.value_length", static_cast<uint32_t>(head_dim));
-  }
+  write_hparams_metadata({a, "strata-random-" + a + "-" + s.type, choice->file_type,
+                          s.context_length, s.hidden_dim, s.num_layers, s.ffn_dim, s.num_heads,
+                          s.num_kv_heads, head_dim, s.rms_norm_eps, s.rope_freq_base},
+                         w);
   int64_t vocab = s.vocab_size;
   if (s.tokenizer_json.empty()) {
     write_synthetic_spm_vocab(w, s.vocab_size, s.seed);

@@ -1,5 +1,7 @@
 #include "weights_file.h"
 
+#include "hparams_metadata.h"
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -161,19 +163,10 @@ Status write_model_from_weights(const WeightsFile& w, const std::string& type,
   const int64_t head_dim = w.embedding_length / w.head_count;
 
   GgufWriter g;
-  g.add_string("general.architecture", a);
-  g.add_string("general.name", w.name);
-  g.add_u32("general.file_type", choice->file_type);
-  g.add_u32("general.quantization_version", 2);
-  g.add_u32(a + ".context_length", static_cast<uint32_t>(w.context_length));
-  g.add_u32(a + ".embedding_length", static_cast<uint32_t>(w.embedding_length));
-  g.add_u32(a + ".block_count", static_cast<uint32_t>(w.block_count));
-  g.add_u32(a + ".feed_forward_length", static_cast<uint32_t>(w.feed_forward_length));
-  g.add_u32(a + ".attention.head_count", static_cast<uint32_t>(w.head_count));
-  g.add_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(w.head_count_kv));
-  g.add_f32(a + ".attention.layer_norm_rms_epsilon", w.rms_norm_eps);
-  g.add_f32(a + ".rope.freq_base", w.rope_freq_base);
-  g.add_u32(a + ".rope.dimension_count", static_cast<uint32_t>(head_dim));
+  write_hparams_metadata({a, w.name, choice->file_type, w.context_length, w.embedding_length,
+                          w.block_count, w.feed_forward_length, w.head_count, w.head_count_kv,
+                          head_dim, w.rms_norm_eps, w.rope_freq_base},
+                         g);
   STRATA_RETURN_IF_ERROR(export_hf_tokenizer_to_gguf(tokenizer_json, g));
   const std::vector<uint8_t> head = g.serialize();
   STRATA_ASSIGN_OR_RETURN(GgufFile parsed, GgufFile::parse(head.data(), head.size()));
