@@ -1,6 +1,8 @@
 #include "kernels/dispatch.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <string_view>
 
 #include "util/cpu_features.h"
 
@@ -13,8 +15,21 @@ KernelIsa detect() {
   return f.can_run_avx2_kernels() ? KernelIsa::kAvx2 : KernelIsa::kScalar;
 }
 
+// STRATA_KERNEL_ISA=scalar|avx2|avx512vnni caps the detected ISA (for
+// comparing kernels and reproducing results of smaller CPUs).
+KernelIsa initial() {
+  const KernelIsa best = detect();
+  const char* env = std::getenv("STRATA_KERNEL_ISA");
+  if (env == nullptr) return best;
+  const std::string_view want(env);
+  KernelIsa isa = best;
+  if (want == "scalar") isa = KernelIsa::kScalar;
+  if (want == "avx2") isa = KernelIsa::kAvx2;
+  return static_cast<int>(isa) < static_cast<int>(best) ? isa : best;
+}
+
 std::atomic<KernelIsa>& current_isa() {
-  static std::atomic<KernelIsa> isa{detect()};
+  static std::atomic<KernelIsa> isa{initial()};
   return isa;
 }
 

@@ -2,7 +2,8 @@
 // AVX2 plus AVX-512 VNNI) the public kernels in matmul.h, ops.h and
 // attention.h use.
 //
-// The choice is made once, on first use, from the detected CPU. Tests call
+// The choice is made once, on first use, from the detected CPU (capped by
+// the environment variable STRATA_KERNEL_ISA=scalar|avx2|avx512vnni). Tests call
 // set_kernel_isa() to force a path, so one process can check each; the
 // setting is process-wide (an atomic), so do not flip it while kernels run.
 // kAvx512Vnni is a superset of kAvx2: kernels without an AVX-512 version

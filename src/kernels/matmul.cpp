@@ -6,6 +6,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
+#include "kernels/matmul_float_avx512.h"
 #include "kernels/vec_dot.h"
 
 namespace strata {
@@ -27,6 +28,7 @@ constexpr int64_t kParallelEncodeRows = 8;
 
 void matmul_rows_scalar(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
                         float* y, int64_t row_begin, int64_t row_end) {
+  if (row_begin >= row_end) return;
   const auto* wd = static_cast<const uint8_t*>(w.data);
   for (int64_t r = row_begin; r < row_end; ++r) {
     const uint8_t* w_row = wd + static_cast<size_t>(r) * w.row_bytes;
@@ -36,47 +38,54 @@ void matmul_rows_scalar(const WeightView& w, const uint8_t* x_enc, size_t x_row_
   }
 }
 
+void split_rows_scalar(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end) {
+  split_range(rows, ith, nth, begin, end);
+}
+
+// One family of kernels: how it encodes activations and computes rows.
+struct MatmulBackend {
+  size_t (*activation_row_bytes)(DType, int64_t);
+  void (*encode_activation_row)(DType, const float*, int64_t, void*);
+  void (*split_rows)(int64_t, int, int, int64_t*, int64_t*);
+  void (*matmul_rows)(const WeightView&, const uint8_t*, size_t, int64_t, float*, int64_t, int64_t);
+};
+
+constexpr MatmulBackend kScalarBackend = {vec_dot::activation_row_bytes,
+                                          vec_dot::encode_activation_row, split_rows_scalar,
+                                          matmul_rows_scalar};
+constexpr MatmulBackend kAvx2Backend = {avx2::activation_row_bytes, avx2::encode_activation_row,
+                                        avx2::split_rows, avx2::matmul_rows};
+constexpr MatmulBackend kAvx512QuantBackend = {avx512::activation_row_bytes,
+                                               avx512::encode_activation_row, avx512::split_rows,
+                                               avx512::matmul_rows};
+constexpr MatmulBackend kAvx512FloatBackend = {avx512_float::activation_row_bytes,
+                                               avx512_float::encode_activation_row,
+                                               avx512_float::split_rows, avx512_float::matmul_rows};
+
+// The kernels for a weight type on this CPU. One family serves every n, so
+// a token's outputs never depend on the batch it is in.
+const MatmulBackend& backend_for(DType type) {
+  const KernelIsa isa = kernel_isa();
+  if (isa == KernelIsa::kAvx512Vnni) {
+    if (avx512::matmul_supports(type)) return kAvx512QuantBackend;
+    if (avx512_float::matmul_supports(type)) return kAvx512FloatBackend;
+  }
+  if (kernel_isa_has_avx2(isa) && avx2::matmul_supports(type)) return kAvx2Backend;
+  return kScalarBackend;
+}
+
 }  // namespace
 
 void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   if (n <= 0 || w.rows <= 0) return;
-  enum class Path { kScalar, kAvx2, kAvx512 };
-  Path path = Path::kScalar;
-  if (kernel_isa() == KernelIsa::kAvx512Vnni && avx512::matmul_supports(w.type, n)) {
-    path = Path::kAvx512;
-  } else if (kernel_isa_has_avx2(kernel_isa()) && avx2::matmul_supports(w.type)) {
-    path = Path::kAvx2;
-  }
-  size_t x_row_bytes = 0;
-  switch (path) {
-    case Path::kAvx512:
-      x_row_bytes = avx512::activation_row_bytes(w.type, w.cols);
-      break;
-    case Path::kAvx2:
-      x_row_bytes = avx2::activation_row_bytes(w.type, w.cols);
-      break;
-    case Path::kScalar:
-      x_row_bytes = vec_dot::activation_row_bytes(w.type, w.cols);
-      break;
-  }
+  const MatmulBackend& be = backend_for(w.type);
+  const size_t x_row_bytes = be.activation_row_bytes(w.type, w.cols);
   const uint8_t* x_enc = reinterpret_cast<const uint8_t*>(x);
   if (vec_dot::activation_type(w.type) != DType::kF32) {
     uint8_t* scratch = activation_scratch(x_row_bytes * static_cast<size_t>(n));
     auto encode = [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
-        const float* src = x + t * w.cols;
-        uint8_t* dst = scratch + t * x_row_bytes;
-        switch (path) {
-          case Path::kAvx512:
-            avx512::encode_activation_row(w.type, src, w.cols, dst);
-            break;
-          case Path::kAvx2:
-            avx2::encode_activation_row(w.type, src, w.cols, dst);
-            break;
-          case Path::kScalar:
-            vec_dot::encode_activation_row(w.type, src, w.cols, dst);
-            break;
-        }
+        be.encode_activation_row(w.type, x + t * w.cols, w.cols, scratch + t * x_row_bytes);
       }
     };
     if (n < kParallelEncodeRows || pool.num_threads() == 1) {
@@ -92,20 +101,8 @@ void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool
   }
   pool.run([&](int ith, int nth) {
     int64_t begin, end;
-    switch (path) {
-      case Path::kAvx512:
-        avx512::split_rows(w.rows, ith, nth, &begin, &end);
-        avx512::matmul_rows(w, x_enc, x_row_bytes, n, y, begin, end);
-        break;
-      case Path::kAvx2:
-        avx2::split_rows(w.rows, ith, nth, &begin, &end);
-        avx2::matmul_rows(w, x_enc, x_row_bytes, n, y, begin, end);
-        break;
-      case Path::kScalar:
-        split_range(w.rows, ith, nth, &begin, &end);
-        matmul_rows_scalar(w, x_enc, x_row_bytes, n, y, begin, end);
-        break;
-    }
+    be.split_rows(w.rows, ith, nth, &begin, &end);
+    be.matmul_rows(w, x_enc, x_row_bytes, n, y, begin, end);
   });
 }
 

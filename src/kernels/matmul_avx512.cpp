@@ -1,108 +1,186 @@
-// AVX-512 VNNI int8 GEMM for Q4_0 and Q8_0 weights (prefill and batched
-// decode; n >= kMinTokens).
+// AVX-512 VNNI int8 matmul for Q4_0 and Q8_0 weights, every n (decode GEMV,
+// batched decode, prefill chunks and whole prompts).
 //
-// A thread walks its weight rows in tiles of 16. Each tile is first expanded
-// into a scratch of int8 values q - 8 (Q4_0's signed quants), transposed so
-// that for block b and 4-element group k one 64-byte vector holds the group
-// of all 16 rows (row j in dword lane j). The tile is then run against every
-// token: vpdpbusd(broadcast(x group k), w group k) adds the group's four
+// A thread walks its weight rows in tiles of 16. For each 32-element block,
+// the 16 rows' quants are transposed in registers into eight vectors, one
+// per 4-element group k, with row j's four quants in dword lane j, as
+// unsigned bytes: Q8_0 quants q as q + 128 (XOR 0x80), Q4_0 nibbles n as
+// they are. vpdpbusd(w_k, broadcast(x group k)) then adds the group's four
 // products into lane j for row j, so eight instructions give each row's
-// exact block dot without any horizontal reduction.
+// block dot with no horizontal reduction:
+//   Q8_0: sum((q + 128) x) - 128 sum(x) = sum(q x)
+//   Q4_0: sum(n x)         -   8 sum(x) = sum((n - 8) x)
+// The correction needs only the activation block's quant sum, which the
+// activation encoding carries (see encode_activation_row), so the weights
+// are read straight from the GGUF layout: no repacking at load time.
 //
-// vpdpbusd multiplies unsigned by signed bytes, so activations are stored as
-// x + 128 (XOR 0x80) and the weight tile carries, per row and block,
-// corr = -128 * sum(q - 8): sum((x + 128)(q - 8)) + corr = sum(x (q - 8)),
-// exactly, in int32.
+// With few tokens (decode) each block is transposed and used at once. With
+// more, a row tile is transposed once into a thread-local scratch and then
+// run against every token, eight at a time.
 //
-// Q8_0 uses the same layout with its quants as they are; its correction is
-// kept per 4-element group, because the AVX2 kernel it must round like
-// accumulates each group in its own fp32 lane (see PackedBlockQ8).
+// Rounding, identical for every n, tile and thread split: each block's
+// integer dot is exact; per output, acc = fma((float)isum_block, d_w * d_x,
+// acc) in block order from acc = 0. For Q4_0 that is also the AVX2 kernel's
+// and vec_dot::dot_ref's order, bit for bit.
 #include "kernels/matmul_avx512.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/matmul_avx2.h"
 #include "kernels/quant.h"
 #include "util/thread_pool.h"
 
+// GCC 12 reports the deliberately undefined upper lanes inside several
+// AVX-512 intrinsics (casts, gathers, narrowing conversions) as uninitialized.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace strata::avx512 {
 namespace {
 
 constexpr int kRowTile = 16;         // rows per tile: one int32 lane each
-constexpr int kGroups = kQK4_0 / 4;  // 4-byte groups per block
-// Below this many tokens the tile expansion costs more than it saves.
-constexpr int64_t kMinTokens = 16;
-// Tokens per register tile: T int32 + T fp32 accumulators in zmm registers.
-constexpr int kTokenTile = 8;
-// Q8_0 keeps eight fp32 accumulators per token (one per 4-element group).
-constexpr int kTokenTileQ8 = 4;
+constexpr int kGroups = kQK8_0 / 4;  // 4-byte groups per block
+constexpr int kTokenTile = 8;        // tokens per register tile
+// From this many tokens on, a row tile is transposed once into scratch.
+constexpr int64_t kPackMinTokens = 2 * kTokenTile;
 
-// One block of a packed tile.
-struct PackedBlock {
-  int8_t q[kGroups][kRowTile][4];  // [group][row][4] values q - 8
-  float d[kRowTile];               // weight scale per row
-  int32_t corr[kRowTile];          // -128 * sum(q - 8) per row
+// One transposed block of a 16-row tile: group k of row j in w[k] lane j.
+struct TileBlock {
+  __m512i w[kGroups];
+  __m512 d;  // the 16 rows' weight scales
 };
-static_assert(sizeof(PackedBlock) == 640);
 
-// One block of a packed Q8_0 tile. The AVX2 kernel accumulates each 4-element
-// group in its own fp32 lane (fma per block) and sums the eight lanes at the
-// end; to round the same, the correction and the accumulators are per group.
-struct PackedBlockQ8 {
-  int8_t q[kGroups][kRowTile][4];   // [group][row][4] quants
-  int32_t corr[kGroups][kRowTile];  // -128 * sum of the group's quants
-  float d[kRowTile];
-};
-static_assert(sizeof(PackedBlockQ8) == 1088);
-
-// A thread-local, 64-byte aligned array of nb packed blocks, reused across
-// calls (no allocation after warm-up).
-template <class Packed>
-Packed* tile_scratch(int64_t nb) {
-  thread_local std::vector<uint8_t> raw;
-  const size_t bytes = static_cast<size_t>(nb) * sizeof(Packed) + 64;
-  if (raw.size() < bytes) raw.resize(bytes);
-  const auto addr = reinterpret_cast<uintptr_t>(raw.data());
-  return reinterpret_cast<Packed*>(raw.data() + ((64 - addr % 64) % 64));
+// The activation encoding: nb Q8_0 blocks (the AVX2 kernel's values), then
+// nb int32 per-block corrections -s * sum(quants) for the weight type's
+// offset s (128 for Q8_0, 8 for Q4_0).
+const BlockQ8_0* x_blocks(const uint8_t* x) {
+  return reinterpret_cast<const BlockQ8_0*>(x);
+}
+const int32_t* x_corrections(const uint8_t* x, int64_t nb) {
+  return reinterpret_cast<const int32_t*>(x + static_cast<size_t>(nb) * sizeof(BlockQ8_0));
 }
 
-// Expands rows [r0, r0 + rows) of a Q4_0 weight (rows <= 16) into nb packed
-// blocks; missing rows are zero (their outputs are never stored).
-void pack_q4_0_tile(const WeightView& w, int64_t r0, int rows, int64_t nb, PackedBlock* out) {
+// Where the 16 rows of a tile start; rows past the weight's end repeat its
+// last row (their outputs are computed but never stored).
+struct RowTile {
+  const uint8_t* row[kRowTile];
+  __m512i d_offsets;  // byte offset of row j's block from row[0]'s
+  int num_rows;
+};
+
+RowTile make_row_tile(const WeightView& w, int64_t r0, int64_t r_end) {
+  RowTile t;
+  t.num_rows = static_cast<int>(std::min<int64_t>(kRowTile, r_end - r0));
   const auto* wd = static_cast<const uint8_t*>(w.data);
-  const __m128i low4 = _mm_set1_epi8(0x0F);
-  const __m128i eight = _mm_set1_epi8(8);
-  for (int64_t b = 0; b < nb; ++b) {
-    PackedBlock& pb = out[b];
-    for (int j = 0; j < kRowTile; ++j) {
-      if (j >= rows) {
-        for (int k = 0; k < kGroups; ++k) std::memset(pb.q[k][j], 0, 4);
-        pb.d[j] = 0.0f;
-        pb.corr[j] = 0;
-        continue;
-      }
-      const BlockQ4_0& blk =
-          reinterpret_cast<const BlockQ4_0*>(wd + static_cast<size_t>(r0 + j) * w.row_bytes)[b];
-      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs));
-      const __m128i lo = _mm_and_si128(raw, low4);
-      const __m128i hi = _mm_and_si128(_mm_srli_epi16(raw, 4), low4);
-      const __m128i sad = _mm_add_epi64(_mm_sad_epu8(lo, _mm_setzero_si128()),
-                                        _mm_sad_epu8(hi, _mm_setzero_si128()));
-      const int sum_q = _mm_cvtsi128_si32(sad) + _mm_extract_epi32(sad, 2);
-      alignas(16) int8_t e[kQK4_0];  // elements 0..31 in order, minus 8
-      _mm_store_si128(reinterpret_cast<__m128i*>(e), _mm_sub_epi8(lo, eight));
-      _mm_store_si128(reinterpret_cast<__m128i*>(e + 16), _mm_sub_epi8(hi, eight));
-      for (int k = 0; k < kGroups; ++k) std::memcpy(pb.q[k][j], e + 4 * k, 4);
-      pb.d[j] = _cvtsh_ss(blk.d);
-      pb.corr[j] = -128 * (sum_q - 8 * kQK4_0);
-    }
+  alignas(64) int32_t offsets[kRowTile];
+  for (int j = 0; j < kRowTile; ++j) {
+    const int64_t r = r0 + std::min(j, t.num_rows - 1);
+    t.row[j] = wd + static_cast<size_t>(r) * w.row_bytes;
+    offsets[j] = static_cast<int32_t>(t.row[j] - t.row[0]);
   }
+  t.d_offsets = _mm512_load_si512(offsets);
+  return t;
 }
+
+// The 16 fp16 scales at byte offset `block_offset` of each row.
+inline __m512 gather_scales(const RowTile& t, size_t block_offset) {
+  const __m512i raw = _mm512_i32gather_epi32(t.d_offsets, t.row[0] + block_offset, 1);
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
+}
+
+// Concatenates 256-bit halves of 64 bytes: [lo | hi].
+inline __m512i load_2x256(const void* lo, const void* hi) {
+  return _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(lo))),
+      _mm256_loadu_si256(static_cast<const __m256i*>(hi)), 1);
+}
+
+__attribute__((always_inline)) inline void load_q8_0_block(const RowTile& t, int64_t b,
+                                                           TileBlock* out) {
+  const size_t off = static_cast<size_t>(b) * sizeof(BlockQ8_0);
+  const size_t qs = off + offsetof(BlockQ8_0, qs);
+  // z[i]: row i's 8 groups in the low half, row i + 8's in the high half.
+  __m512i z[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) z[i] = load_2x256(t.row[i] + qs, t.row[i + 8] + qs);
+  // 8x8 dword transpose inside each 256-bit half.
+  __m512i s[8], u[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i += 2) {
+    s[i] = _mm512_unpacklo_epi32(z[i], z[i + 1]);
+    s[i + 1] = _mm512_unpackhi_epi32(z[i], z[i + 1]);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i += 4) {
+    u[i + 0] = _mm512_unpacklo_epi64(s[i], s[i + 2]);      // groups 0 | 4
+    u[i + 1] = _mm512_unpackhi_epi64(s[i], s[i + 2]);      // groups 1 | 5
+    u[i + 2] = _mm512_unpacklo_epi64(s[i + 1], s[i + 3]);  // groups 2 | 6
+    u[i + 3] = _mm512_unpackhi_epi64(s[i + 1], s[i + 3]);  // groups 3 | 7
+  }
+  // u[g] (rows 0-3 / 8-11) and u[g + 4] (rows 4-7 / 12-15): 128-bit lanes
+  // [group g | group g+4 | group g (rows+8) | group g+4 (rows+8)].
+  const __m512i lo_idx = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i hi_idx = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+#pragma GCC unroll 8
+  for (int g = 0; g < 4; ++g) {
+    out->w[g] = _mm512_xor_si512(_mm512_permutex2var_epi64(u[g], lo_idx, u[g + 4]), flip);
+    out->w[g + 4] = _mm512_xor_si512(_mm512_permutex2var_epi64(u[g], hi_idx, u[g + 4]), flip);
+  }
+  out->d = gather_scales(t, off);
+}
+
+__attribute__((always_inline)) inline void load_q4_0_block(const RowTile& t, int64_t b,
+                                                           TileBlock* out) {
+  const size_t off = static_cast<size_t>(b) * sizeof(BlockQ4_0);
+  const size_t qs = off + offsetof(BlockQ4_0, qs);
+  // z[i]: 128-bit lane L holds row 4L + i's 16 nibble bytes.
+  __m512i z[4];
+#pragma GCC unroll 8
+  for (int i = 0; i < 4; ++i) {
+    __m512i v =
+        _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.row[i] + qs)));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.row[4 + i] + qs)),
+                           1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.row[8 + i] + qs)),
+                           2);
+    z[i] = _mm512_inserti32x4(
+        v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.row[12 + i] + qs)), 3);
+  }
+  // 4x4 dword transpose per lane: c[k] lane 4L + i = row 4L + i's bytes 4k..4k+3.
+  const __m512i s0 = _mm512_unpacklo_epi32(z[0], z[1]);
+  const __m512i s1 = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i s2 = _mm512_unpacklo_epi32(z[2], z[3]);
+  const __m512i s3 = _mm512_unpackhi_epi32(z[2], z[3]);
+  const __m512i c[4] = {_mm512_unpacklo_epi64(s0, s2), _mm512_unpackhi_epi64(s0, s2),
+                        _mm512_unpacklo_epi64(s1, s3), _mm512_unpackhi_epi64(s1, s3)};
+  // Low nibbles of bytes 4k.. are elements 4k.. (group k); high nibbles are
+  // elements 16 + 4k.. (group k + 4).
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 8
+  for (int k = 0; k < 4; ++k) {
+    out->w[k] = _mm512_and_si512(c[k], low4);
+    out->w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(c[k], 4), low4);
+  }
+  out->d = gather_scales(t, off);
+}
+
+struct LoadQ8_0 {
+  __attribute__((always_inline)) void operator()(const RowTile& t, int64_t b,
+                                                 TileBlock* out) const {
+    load_q8_0_block(t, b, out);
+  }
+};
+struct LoadQ4_0 {
+  __attribute__((always_inline)) void operator()(const RowTile& t, int64_t b,
+                                                 TileBlock* out) const {
+    load_q4_0_block(t, b, out);
+  }
+};
 
 inline __m512i broadcast_group(const int8_t* p) {
   int32_t v;
@@ -110,158 +188,172 @@ inline __m512i broadcast_group(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// out[t * out_stride + j] for j where mask bit j is set, t in [0, T).
+// acc[t] += block b of T tokens against one transposed block.
 template <int T>
-void q4_0_tile(const PackedBlock* packed, int64_t nb, const uint8_t* const* x, float* out,
-               int64_t out_stride, __mmask16 mask) {
-  __m512 facc[T];
-#pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) facc[t] = _mm512_setzero_ps();
-  const BlockQ8_0* xb[T];
-#pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) xb[t] = reinterpret_cast<const BlockQ8_0*>(x[t]);
-  for (int64_t b = 0; b < nb; ++b) {
-    const PackedBlock& pb = packed[b];
-    const __m512i corr = _mm512_load_si512(pb.corr);
-    __m512i iacc[T];
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) iacc[t] = corr;
+inline void accumulate_block(const TileBlock& wb, const uint8_t* const* x, int64_t nb, int64_t b,
+                             __m512* acc) {
 #pragma GCC unroll 8
-    for (int k = 0; k < kGroups; ++k) {
-      const __m512i wk = _mm512_load_si512(pb.q[k]);
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) {
-        iacc[t] = _mm512_dpbusd_epi32(iacc[t], broadcast_group(xb[t][b].qs + 4 * k), wk);
-      }
-    }
-    const __m512 dw = _mm512_load_ps(pb.d);
-    // maskz_cvt: the unmasked form trips a GCC 12 -Wmaybe-uninitialized false positive.
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) {
-      const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(xb[t][b].d)));
-      facc[t] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, iacc[t]), scale, facc[t]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * out_stride, mask, facc[t]);
-}
-
-void pack_q8_0_tile(const WeightView& w, int64_t r0, int rows, int64_t nb, PackedBlockQ8* out) {
-  const auto* wd = static_cast<const uint8_t*>(w.data);
-  for (int64_t b = 0; b < nb; ++b) {
-    PackedBlockQ8& pb = out[b];
-    for (int j = 0; j < kRowTile; ++j) {
-      if (j >= rows) {
-        for (int k = 0; k < kGroups; ++k) {
-          std::memset(pb.q[k][j], 0, 4);
-          pb.corr[k][j] = 0;
-        }
-        pb.d[j] = 0.0f;
-        continue;
-      }
-      const BlockQ8_0& blk =
-          reinterpret_cast<const BlockQ8_0*>(wd + static_cast<size_t>(r0 + j) * w.row_bytes)[b];
-      for (int k = 0; k < kGroups; ++k) {
-        const int8_t* g = blk.qs + 4 * k;
-        std::memcpy(pb.q[k][j], g, 4);
-        pb.corr[k][j] = -128 * (g[0] + g[1] + g[2] + g[3]);
-      }
-      pb.d[j] = _cvtsh_ss(blk.d);
-    }
-  }
-}
-
-template <int T>
-void q8_0_tile(const PackedBlockQ8* packed, int64_t nb, const uint8_t* const* x, float* out,
-               int64_t out_stride, __mmask16 mask) {
-  __m512 facc[T][kGroups];
-#pragma GCC unroll 16
-  for (int t = 0; t < T; ++t)
-#pragma GCC unroll 8
-    for (int k = 0; k < kGroups; ++k) facc[t][k] = _mm512_setzero_ps();
-  const BlockQ8_0* xb[T];
-#pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) xb[t] = reinterpret_cast<const BlockQ8_0*>(x[t]);
-  for (int64_t b = 0; b < nb; ++b) {
-    const PackedBlockQ8& pb = packed[b];
-    const __m512 dw = _mm512_load_ps(pb.d);
-    __m512 scale[T];
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) scale[t] = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(xb[t][b].d)));
-#pragma GCC unroll 8
-    for (int k = 0; k < kGroups; ++k) {
-      const __m512i corr = _mm512_load_si512(pb.corr[k]);
-      const __m512i wk = _mm512_load_si512(pb.q[k]);
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) {
-        const __m512i isum = _mm512_dpbusd_epi32(corr, broadcast_group(xb[t][b].qs + 4 * k), wk);
-        facc[t][k] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, isum), scale[t], facc[t][k]);
-      }
-    }
-  }
-#pragma GCC unroll 16
   for (int t = 0; t < T; ++t) {
-    // The AVX2 kernel's horizontal sum: ((g0+g4) + (g2+g6)) + ((g1+g5) + (g3+g7)).
-    const __m512 s04 = _mm512_add_ps(facc[t][0], facc[t][4]);
-    const __m512 s15 = _mm512_add_ps(facc[t][1], facc[t][5]);
-    const __m512 s26 = _mm512_add_ps(facc[t][2], facc[t][6]);
-    const __m512 s37 = _mm512_add_ps(facc[t][3], facc[t][7]);
-    const __m512 sum = _mm512_add_ps(_mm512_add_ps(s04, s26), _mm512_add_ps(s15, s37));
-    _mm512_mask_storeu_ps(out + t * out_stride, mask, sum);
-  }
-}
-
-// Runs the Kernel<T> tile over toks (<= TMax) tokens.
-template <class Packed, int T>
-void run_tokens(const Packed* packed, int64_t nb, const uint8_t* const* x, float* out,
-                int64_t out_stride, __mmask16 mask, int toks) {
-  if (toks == T) {
-    if constexpr (std::is_same_v<Packed, PackedBlock>) {
-      q4_0_tile<T>(packed, nb, x, out, out_stride, mask);
-    } else {
-      q8_0_tile<T>(packed, nb, x, out, out_stride, mask);
+    const BlockQ8_0& xb = x_blocks(x[t])[b];
+    __m512i isum = _mm512_set1_epi32(x_corrections(x[t], nb)[b]);
+#pragma GCC unroll 8
+    for (int k = 0; k < kGroups; ++k) {
+      isum = _mm512_dpbusd_epi32(isum, wb.w[k], broadcast_group(xb.qs + 4 * k));
     }
-  } else if constexpr (T > 1) {
-    run_tokens<Packed, T - 1>(packed, nb, x, out, out_stride, mask, toks);
+    const __m512 scale = _mm512_mul_ps(wb.d, _mm512_set1_ps(_cvtsh_ss(xb.d)));
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), scale, acc[t]);
   }
 }
 
-// Packs each 16-row tile of [r0, r1) once, then runs it over all n tokens.
-template <class Packed, int TMax, class PackFn>
-void matmul_packed(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
-                   float* y, int64_t r0, int64_t r1, PackFn pack) {
+template <int T>
+inline void store_tile(const __m512* acc, float* out, int64_t out_stride, __mmask16 mask) {
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out + t * out_stride, mask, acc[t]);
+}
+
+// How far ahead of the block being read each row is prefetched: sixteen
+// concurrent row streams are more than the hardware prefetchers follow.
+constexpr size_t kPrefetchBytes = 384;
+
+template <size_t kBlockBytes>
+inline void prefetch_rows(const RowTile& rt, int64_t b) {
+  const size_t off = static_cast<size_t>(b) * kBlockBytes + kPrefetchBytes;
+#pragma GCC unroll 16
+  for (int j = 0; j < kRowTile; ++j) {
+    _mm_prefetch(reinterpret_cast<const char*>(rt.row[j] + off), _MM_HINT_T0);
+  }
+}
+
+// T tokens, blocks transposed on the fly.
+template <int T, size_t kBlockBytes, class LoadFn>
+__attribute__((flatten)) void direct_tile(const RowTile& rt, int64_t nb, const uint8_t* const* x,
+                                          float* out, int64_t out_stride, LoadFn load) {
+  __m512 acc[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    // One new 64-byte line per row every 64 / kBlockBytes blocks.
+    if ((b * kBlockBytes) % 64 < kBlockBytes) prefetch_rows<kBlockBytes>(rt, b);
+    TileBlock wb;
+    load(rt, b, &wb);
+    accumulate_block<T>(wb, x, nb, b, acc);
+  }
+  store_tile<T>(acc, out, out_stride, static_cast<__mmask16>((1u << rt.num_rows) - 1u));
+}
+
+// T tokens against a tile transposed into scratch.
+template <int T>
+__attribute__((flatten)) void packed_tile(const TileBlock* packed, int64_t nb,
+                                          const uint8_t* const* x, float* out, int64_t out_stride,
+                                          __mmask16 mask) {
+  __m512 acc[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) accumulate_block<T>(packed[b], x, nb, b, acc);
+  store_tile<T>(acc, out, out_stride, mask);
+}
+
+// Calls fn(integral_constant<int, T>) for toks in [1, kTokenTile].
+template <class Fn>
+inline void with_tokens(int toks, Fn&& fn) {
+  switch (toks) {
+    case 1:
+      fn(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      fn(std::integral_constant<int, 2>{});
+      break;
+    case 3:
+      fn(std::integral_constant<int, 3>{});
+      break;
+    case 4:
+      fn(std::integral_constant<int, 4>{});
+      break;
+    case 5:
+      fn(std::integral_constant<int, 5>{});
+      break;
+    case 6:
+      fn(std::integral_constant<int, 6>{});
+      break;
+    case 7:
+      fn(std::integral_constant<int, 7>{});
+      break;
+    default:
+      fn(std::integral_constant<int, 8>{});
+      break;
+  }
+}
+
+// A thread-local, 64-byte aligned array of nb tile blocks, reused across
+// calls (no allocation after warm-up).
+TileBlock* tile_scratch(int64_t nb) {
+  thread_local std::vector<uint8_t> raw;
+  const size_t bytes = static_cast<size_t>(nb) * sizeof(TileBlock) + 64;
+  if (raw.size() < bytes) raw.resize(bytes);
+  const auto addr = reinterpret_cast<uintptr_t>(raw.data());
+  return reinterpret_cast<TileBlock*>(raw.data() + ((64 - addr % 64) % 64));
+}
+
+template <size_t kBlockBytes, class LoadFn>
+void matmul_tiles(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
+                  float* y, int64_t r0, int64_t r1, LoadFn load) {
   const int64_t nb = w.cols / kQK8_0;
-  Packed* packed = tile_scratch<Packed>(nb);
+  const bool pack = n >= kPackMinTokens;
+  TileBlock* packed = pack ? tile_scratch(nb) : nullptr;
   for (int64_t r = r0; r < r1; r += kRowTile) {
-    const int rows = static_cast<int>(std::min<int64_t>(kRowTile, r1 - r));
-    pack(w, r, rows, nb, packed);
-    const auto mask = static_cast<__mmask16>((1u << rows) - 1u);
-    for (int64_t t = 0; t < n; t += TMax) {
-      const int toks = static_cast<int>(std::min<int64_t>(TMax, n - t));
-      const uint8_t* xr[TMax];
+    const RowTile rt = make_row_tile(w, r, r1);
+    const auto mask = static_cast<__mmask16>((1u << rt.num_rows) - 1u);
+    if (pack) {
+      for (int64_t b = 0; b < nb; ++b) {
+        if ((b * kBlockBytes) % 64 < kBlockBytes) prefetch_rows<kBlockBytes>(rt, b);
+        load(rt, b, &packed[b]);
+      }
+    }
+    for (int64_t t = 0; t < n; t += kTokenTile) {
+      const int toks = static_cast<int>(std::min<int64_t>(kTokenTile, n - t));
+      const uint8_t* xr[kTokenTile];
       for (int i = 0; i < toks; ++i) xr[i] = x_enc + static_cast<size_t>(t + i) * x_row_bytes;
-      run_tokens<Packed, TMax>(packed, nb, xr, y + t * w.rows + r, w.rows, mask, toks);
+      float* out = y + t * w.rows + r;
+      with_tokens(toks, [&](auto tc) {
+        constexpr int T = decltype(tc)::value;
+        if (pack) {
+          packed_tile<T>(packed, nb, xr, out, w.rows, mask);
+        } else {
+          direct_tile<T, kBlockBytes>(rt, nb, xr, out, w.rows, load);
+        }
+      });
     }
   }
 }
 
 }  // namespace
 
-bool matmul_supports(DType weight_type, int64_t n) {
-  return (weight_type == DType::kQ4_0 || weight_type == DType::kQ8_0) && n >= kMinTokens;
+bool matmul_supports(DType weight_type) {
+  return weight_type == DType::kQ4_0 || weight_type == DType::kQ8_0;
 }
 
 size_t activation_row_bytes(DType weight_type, int64_t cols) {
-  return avx2::activation_row_bytes(weight_type, cols);
+  const int64_t nb = cols / kQK8_0;
+  return avx2::activation_row_bytes(weight_type, cols) + static_cast<size_t>(nb) * sizeof(int32_t);
 }
 
 void encode_activation_row(DType weight_type, const float* x, int64_t cols, void* dst) {
   avx2::encode_activation_row(weight_type, x, cols, dst);
-  auto* blocks = static_cast<BlockQ8_0*>(dst);
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  for (int64_t b = 0; b < cols / kQK8_0; ++b) {
-    auto* q = reinterpret_cast<__m256i*>(blocks[b].qs);
-    _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), flip));
+  const int64_t nb = cols / kQK8_0;
+  const auto* blocks = static_cast<const BlockQ8_0*>(dst);
+  auto* corr = reinterpret_cast<uint8_t*>(dst) + static_cast<size_t>(nb) * sizeof(BlockQ8_0);
+  const int32_t offset = weight_type == DType::kQ8_0 ? 128 : 8;
+  const __m256i ones8 = _mm256_set1_epi8(1);
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b].qs));
+    // sum of 32 signed bytes: maddubs(1, q) pairs them into int16, madd into int32.
+    const __m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);
+    const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+    const __m128i h2 = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+    const int32_t sum = _mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 0xB1)));
+    const int32_t c = -offset * sum;
+    std::memcpy(corr + static_cast<size_t>(b) * sizeof(int32_t), &c, sizeof(c));
   }
 }
 
@@ -277,11 +369,9 @@ void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, 
                  int64_t row_begin, int64_t row_end) {
   if (row_begin >= row_end) return;
   if (w.type == DType::kQ4_0) {
-    matmul_packed<PackedBlock, kTokenTile>(w, x_enc, x_row_bytes, n, y, row_begin, row_end,
-                                           pack_q4_0_tile);
+    matmul_tiles<sizeof(BlockQ4_0)>(w, x_enc, x_row_bytes, n, y, row_begin, row_end, LoadQ4_0{});
   } else if (w.type == DType::kQ8_0) {
-    matmul_packed<PackedBlockQ8, kTokenTileQ8>(w, x_enc, x_row_bytes, n, y, row_begin, row_end,
-                                               pack_q8_0_tile);
+    matmul_tiles<sizeof(BlockQ8_0)>(w, x_enc, x_row_bytes, n, y, row_begin, row_end, LoadQ8_0{});
   }
 }
 

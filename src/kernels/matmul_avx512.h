@@ -1,16 +1,8 @@
-// Internal to src/kernels: the AVX-512 VNNI int8 GEMM (matmul_avx512.cpp,
-// compiled with -mavx512f/bw/vl/vnni). Call only when
-// kernel_isa() == KernelIsa::kAvx512Vnni and matmul_supports() is true;
-// everything else (decode GEMV, other weight types) stays on the AVX2 path.
-//
-// Q4_0 and Q8_0 weights are expanded, 16 rows at a time, into a thread-local
-// int8 scratch laid out so that one 512-bit vpdpbusd adds four products for
-// each of the 16 rows against one token's broadcast activations. Integer
-// sums are exact and the fp32 combination order per output is the AVX2
-// kernel's, so results are bit-identical to it: Q4_0 accumulates
-// fma((float)isum_block, d_w * d_x, acc) in block order (also equal to
-// vec_dot::dot_ref); Q8_0 keeps one accumulator per 4-element group and sums
-// them in the AVX2 kernel's order.
+// Internal to src/kernels: the AVX-512 VNNI int8 matmul for Q4_0 and Q8_0
+// weights (matmul_avx512.cpp, compiled with -mavx512f/bw/vl/vnni). Call only
+// when kernel_isa() == KernelIsa::kAvx512Vnni and matmul_supports() is true;
+// it then serves every n, so a given output rounds the same whatever the
+// batch (see the .cpp for the rounding order).
 #pragma once
 
 #include <cstddef>
@@ -20,11 +12,12 @@
 
 namespace strata::avx512 {
 
-// Whether matmul_rows handles this weight type for n activation rows.
-bool matmul_supports(DType weight_type, int64_t n);
+// Whether matmul_rows handles this weight type.
+bool matmul_supports(DType weight_type);
 
-// Encodes one activation row: Q8_0 blocks with every quant XOR 0x80 (so it
-// reads as x + 128 unsigned); the scales are unchanged.
+// Encodes one activation row: the Q8_0 blocks of avx2::encode_activation_row
+// followed by one int32 per block, -s * (sum of its quants), s = 128 for Q8_0
+// weights and 8 for Q4_0.
 void encode_activation_row(DType weight_type, const float* x, int64_t cols, void* dst);
 size_t activation_row_bytes(DType weight_type, int64_t cols);
 

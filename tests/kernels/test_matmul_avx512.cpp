@@ -1,13 +1,16 @@
-// The AVX-512 VNNI Q4_0 GEMM: bit-identical to matmul_reference (exact block
-// integer dots, one fused multiply-add per block in block order) on tile and
-// token tails, with extreme quants; its activation encoding is the Q8_0 one
-// with each quant offset by 128.
+// The AVX-512 VNNI Q4_0 / Q8_0 matmul, which serves every n on CPUs that
+// have it: exact block integer dots, one fused multiply-add per block in
+// block order. Q4_0 is bit-identical to matmul_reference; Q8_0 to a scalar
+// model of that order. Every output is bit-identical whatever the batch size
+// and the thread split (batch invariance). Tile and token tails, extreme
+// quants; the activation encoding carries per-block quant-sum corrections.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <string>
 
+#include "kernels/fp16.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/quant.h"
@@ -41,7 +44,7 @@ TEST(MatmulAvx512, Q4_0IsBitIdenticalToReferenceOnTails) {
           auto* last = reinterpret_cast<BlockQ4_0*>(bytes.data() + (rows - 1) * row_bytes);
           if (rows > 1) std::memset(last->qs, 0xFF, sizeof(last->qs));
           const WeightView w{DType::kQ4_0, rows, cols, bytes.data(), row_bytes};
-          for (int64_t n : {16, 23, 40}) {
+          for (int64_t n : {1, 2, 3, 5, 8, 9, 16, 23, 40}) {
             auto x = random_floats(n * cols, static_cast<uint32_t>(n * 7 + cols));
             x[0] = 5.0f;      // a block whose absmax quantizes to +127 ...
             x[cols] = -5.0f;  // ... and one to -127
@@ -60,10 +63,21 @@ TEST(MatmulAvx512, Q4_0IsBitIdenticalToReferenceOnTails) {
   }
 }
 
-// Q8_0 rounds like the AVX2 kernel (per-group fp32 lanes, the same final
-// sum), so the two must agree bit for bit; both are near the reference.
-TEST(MatmulAvx512, Q8_0IsBitIdenticalToAvx2OnTails) {
+// The Q8_0 rounding order, in scalar code: per block an exact integer dot,
+// then acc = fma(isum, d_w * d_x, acc) in block order.
+float q8_0_dot_fma_order(const BlockQ8_0* w, const BlockQ8_0* x, int64_t nb) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t isum = 0;
+    for (int j = 0; j < kQK8_0; ++j) isum += w[b].qs[j] * x[b].qs[j];
+    acc = std::fma(static_cast<float>(isum), fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d), acc);
+  }
+  return acc;
+}
+
+TEST(MatmulAvx512, Q8_0IsBitIdenticalToItsScalarOrderOnTails) {
   if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  ScopedIsa scoped(KernelIsa::kAvx512Vnni);
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);
     for (int64_t cols : {32, 7 * 32, 2048}) {
@@ -74,28 +88,26 @@ TEST(MatmulAvx512, Q8_0IsBitIdenticalToAvx2OnTails) {
         auto* first = reinterpret_cast<BlockQ8_0*>(bytes.data());
         std::memset(first->qs, 0x80, sizeof(first->qs));
         first->qs[3] = 127;
-        const WeightView w{DType::kQ8_0, rows, cols, bytes.data(),
-                           dtype_row_bytes(DType::kQ8_0, cols)};
-        for (int64_t n : {16, 19, 40}) {
+        const size_t row_bytes = dtype_row_bytes(DType::kQ8_0, cols);
+        const WeightView w{DType::kQ8_0, rows, cols, bytes.data(), row_bytes};
+        for (int64_t n : {1, 2, 4, 7, 8, 16, 19, 40}) {
           auto x = random_floats(n * cols, static_cast<uint32_t>(n * 11 + cols));
           x[0] = -5.0f;
           x[cols] = 5.0f;
-          std::vector<float> want(n * rows, NAN), got(n * rows, NAN), ref(n * rows);
-          {
-            ScopedIsa scoped(KernelIsa::kAvx2);
-            matmul(w, x.data(), n, want.data(), pool);
-          }
-          {
-            ScopedIsa scoped(KernelIsa::kAvx512Vnni);
-            ASSERT_EQ(scoped.actual(), KernelIsa::kAvx512Vnni);
-            matmul(w, x.data(), n, got.data(), pool);
-          }
+          std::vector<float> got(n * rows, NAN), ref(n * rows);
+          matmul(w, x.data(), n, got.data(), pool);
           matmul_reference(w, x.data(), n, ref.data());
-          for (int64_t i = 0; i < n * rows; ++i) {
-            ASSERT_EQ(got[i], want[i])
-                << "threads=" << threads << " rows=" << rows << " cols=" << cols << " n=" << n
-                << " t=" << i / rows << " r=" << i % rows;
-            ASSERT_NEAR(got[i], ref[i], 1e-4 * (1.0 + std::fabs(ref[i])));
+          std::vector<BlockQ8_0> xq(cols / kQK8_0);
+          for (int64_t t = 0; t < n; ++t) {
+            vec_dot::encode_activation_row(DType::kQ8_0, x.data() + t * cols, cols, xq.data());
+            for (int64_t r = 0; r < rows; ++r) {
+              const auto* wr = reinterpret_cast<const BlockQ8_0*>(bytes.data() + r * row_bytes);
+              const float want = q8_0_dot_fma_order(wr, xq.data(), cols / kQK8_0);
+              const int64_t i = t * rows + r;
+              ASSERT_EQ(got[i], want) << "threads=" << threads << " rows=" << rows
+                                      << " cols=" << cols << " n=" << n << " t=" << t << " r=" << r;
+              ASSERT_NEAR(got[i], ref[i], 1e-4 * (1.0 + std::fabs(ref[i])));
+            }
           }
         }
       }
@@ -103,19 +115,94 @@ TEST(MatmulAvx512, Q8_0IsBitIdenticalToAvx2OnTails) {
   }
 }
 
-TEST(MatmulAvx512, EncodingIsQ8_0OffsetBy128) {
+// Batch invariance: a token's outputs do not depend on which other tokens
+// share the call, nor on the thread count.
+TEST(MatmulAvx512, OutputsAreIndependentOfBatchAndThreads) {
   if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
-  const int64_t cols = 96;
+  ScopedIsa scoped(KernelIsa::kAvx512Vnni);
+  const int64_t rows = 53, cols = 9 * 32, n = 37;
+  for (DType type : {DType::kQ8_0, DType::kQ4_0}) {
+    const auto src = random_floats(rows * cols, 77, 0.1f);
+    auto bytes = quantize_rows(type, src.data(), rows, cols);
+    const WeightView w{type, rows, cols, bytes.data(), dtype_row_bytes(type, cols)};
+    const auto x = random_floats(n * cols, 78);
+    std::vector<float> batched(n * rows);
+    {
+      ThreadPool pool(2);
+      matmul(w, x.data(), n, batched.data(), pool);
+    }
+    for (int threads : {1, 3}) {
+      ThreadPool pool(threads);
+      for (int64_t t = 0; t < n; ++t) {
+        std::vector<float> alone(rows);
+        matmul(w, x.data() + t * cols, 1, alone.data(), pool);
+        for (int64_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(alone[r], batched[t * rows + r])
+              << dtype_name(type) << " threads=" << threads << " t=" << t << " r=" << r;
+        }
+      }
+      // And every sub-batch size in a row.
+      for (int64_t m : {2, 5, 8, 9, 16, 17}) {
+        std::vector<float> part(m * rows);
+        matmul(w, x.data() + 3 * cols, m, part.data(), pool);
+        for (int64_t i = 0; i < m * rows; ++i) ASSERT_EQ(part[i], batched[3 * rows + i]) << m;
+      }
+    }
+  }
+}
+
+// The same for the float kernels, with a partial last vector (117 columns).
+TEST(MatmulAvx512, FloatOutputsAreIndependentOfBatchAndThreads) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  ScopedIsa scoped(KernelIsa::kAvx512Vnni);
+  const int64_t rows = 23, cols = 117, n = 29;
+  for (DType type : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const auto src = random_floats(rows * cols, 91, 0.5f);
+    auto bytes = quantize_rows(type, src.data(), rows, cols);
+    const WeightView w{type, rows, cols, bytes.data(), dtype_row_bytes(type, cols)};
+    const auto x = random_floats(n * cols, 92);
+    std::vector<float> batched(n * rows), ref(n * rows);
+    {
+      ThreadPool pool(2);
+      matmul(w, x.data(), n, batched.data(), pool);
+    }
+    matmul_reference(w, x.data(), n, ref.data());
+    for (int64_t i = 0; i < n * rows; ++i) {
+      ASSERT_NEAR(batched[i], ref[i], 1e-4 * (1.0 + std::fabs(ref[i]))) << dtype_name(type);
+    }
+    for (int threads : {1, 3}) {
+      ThreadPool pool(threads);
+      for (int64_t m : {1, 2, 3, 4, 5, 8, 9, 13}) {
+        std::vector<float> part(m * rows);
+        matmul(w, x.data() + 2 * cols, m, part.data(), pool);
+        for (int64_t i = 0; i < m * rows; ++i) {
+          ASSERT_EQ(part[i], batched[2 * rows + i])
+              << dtype_name(type) << " threads=" << threads << " m=" << m << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(MatmulAvx512, EncodingIsQ8_0PlusQuantSumCorrections) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  const int64_t cols = 96, nb = cols / kQK8_0;
   const auto x = random_floats(cols, 5);
-  const size_t bytes = vec_dot::activation_row_bytes(DType::kQ4_0, cols);
-  ASSERT_EQ(avx512::activation_row_bytes(DType::kQ4_0, cols), bytes);
-  std::vector<BlockQ8_0> want(cols / kQK8_0), got(cols / kQK8_0);
-  vec_dot::encode_activation_row(DType::kQ4_0, x.data(), cols, want.data());
-  avx512::encode_activation_row(DType::kQ4_0, x.data(), cols, got.data());
-  for (size_t b = 0; b < want.size(); ++b) {
-    EXPECT_EQ(got[b].d, want[b].d);
-    for (int j = 0; j < kQK8_0; ++j) {
-      EXPECT_EQ(static_cast<uint8_t>(got[b].qs[j]), static_cast<uint8_t>(want[b].qs[j] + 128));
+  for (DType type : {DType::kQ4_0, DType::kQ8_0}) {
+    const size_t q8_bytes = vec_dot::activation_row_bytes(type, cols);
+    ASSERT_EQ(avx512::activation_row_bytes(type, cols), q8_bytes + nb * sizeof(int32_t));
+    std::vector<BlockQ8_0> want(nb);
+    std::vector<uint8_t> got(avx512::activation_row_bytes(type, cols));
+    vec_dot::encode_activation_row(type, x.data(), cols, want.data());
+    avx512::encode_activation_row(type, x.data(), cols, got.data());
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), q8_bytes), 0);
+    const int32_t offset = type == DType::kQ8_0 ? 128 : 8;
+    for (int64_t b = 0; b < nb; ++b) {
+      int32_t sum = 0;
+      for (int j = 0; j < kQK8_0; ++j) sum += want[b].qs[j];
+      int32_t corr;
+      std::memcpy(&corr, got.data() + q8_bytes + b * sizeof(int32_t), sizeof(corr));
+      EXPECT_EQ(corr, -offset * sum) << dtype_name(type) << " block " << b;
     }
   }
 }
@@ -126,9 +213,9 @@ TEST(MatmulAvx512, DispatchFallsBackAndSplitsOnTileBoundaries) {
     EXPECT_NE(scoped.actual(), KernelIsa::kAvx512Vnni);
     GTEST_SKIP() << "no AVX-512 VNNI";
   }
-  EXPECT_FALSE(avx512::matmul_supports(DType::kQ4_0, 1));
-  EXPECT_FALSE(avx512::matmul_supports(DType::kQ4_K, 512));
-  EXPECT_TRUE(avx512::matmul_supports(DType::kQ4_0, 512));
+  EXPECT_TRUE(avx512::matmul_supports(DType::kQ4_0));
+  EXPECT_TRUE(avx512::matmul_supports(DType::kQ8_0));
+  EXPECT_FALSE(avx512::matmul_supports(DType::kF16));
   int64_t covered = 0;
   for (int ith = 0; ith < 3; ++ith) {
     int64_t begin, end;

@@ -1,0 +1,252 @@
+// AVX-512 FMA matmul for F32 / F16 / BF16 weights; see the header for the
+// rounding order. A register tile is 4 weight rows x up to 4 tokens: each
+// 16-column step loads (and widens) four weight vectors and up to four
+// activation vectors and issues up to sixteen FMAs. Tokens are walked in
+// chunks whose activations stay in L2 while a thread's rows stream past.
+#include "kernels/matmul_float_avx512.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/matmul_avx2.h"
+#include "util/thread_pool.h"
+
+// GCC 12 reports the deliberately undefined upper lanes inside several
+// AVX-512 intrinsics as uninitialized.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace strata::avx512_float {
+namespace {
+
+constexpr int kRows = 4;    // weight rows per register tile
+constexpr int kTokens = 4;  // tokens per register tile
+// Activation bytes a token chunk may take (about half of a Zen L2).
+constexpr size_t kChunkBytes = size_t{512} << 10;
+
+struct LoadF32 {
+  static __m512 load(const void* p, int64_t k) {
+    return _mm512_loadu_ps(static_cast<const float*>(p) + k);
+  }
+  static __m512 load_tail(const void* p, int64_t k, __mmask16 m) {
+    return _mm512_maskz_loadu_ps(m, static_cast<const float*>(p) + k);
+  }
+};
+struct LoadF16 {
+  static __m512 load(const void* p, int64_t k) {
+    return _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(p) + k)));
+  }
+  static __m512 load_tail(const void* p, int64_t k, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(p) + k));
+  }
+};
+struct LoadBF16 {
+  static __m512 widen(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static __m512 load(const void* p, int64_t k) {
+    return widen(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(p) + k)));
+  }
+  static __m512 load_tail(const void* p, int64_t k, __mmask16 m) {
+    return widen(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(p) + k));
+  }
+};
+
+// out[t * out_stride + r] for R rows x T tokens.
+template <class Load, int R, int T>
+__attribute__((flatten)) void tile(const void* const* w, const float* const* x, int64_t cols,
+                                   float* out, int64_t out_stride) {
+  __m512 acc[R][T];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  const int64_t full = cols / 16 * 16;
+  for (int64_t k = 0; k < full; k += 16) {
+    __m512 wv[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) wv[r] = Load::load(w[r], k);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m512 xv = _mm512_loadu_ps(x[t] + k);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
+    }
+  }
+  if (full < cols) {
+    const auto m = static_cast<__mmask16>((1u << (cols - full)) - 1u);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512 wv = Load::load_tail(w[r], full, m);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        acc[r][t] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x[t] + full), acc[r][t]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) out[t * out_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+template <class Load, int R>
+void tile_tokens(int toks, const void* const* w, const float* const* x, int64_t cols, float* out,
+                 int64_t out_stride) {
+  switch (toks) {
+    case 1:
+      tile<Load, R, 1>(w, x, cols, out, out_stride);
+      break;
+    case 2:
+      tile<Load, R, 2>(w, x, cols, out, out_stride);
+      break;
+    case 3:
+      tile<Load, R, 3>(w, x, cols, out, out_stride);
+      break;
+    default:
+      tile<Load, R, 4>(w, x, cols, out, out_stride);
+      break;
+  }
+}
+
+template <class Load>
+void matmul_widened(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
+                    float* y, int64_t r0, int64_t r1);
+
+// A thread-local fp32 copy of a row tile, 64-byte aligned, reused across
+// calls (no allocation after warm-up).
+float* widened_scratch(size_t floats) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < floats + 16) buffer.resize(floats + 16);
+  const auto addr = reinterpret_cast<uintptr_t>(buffer.data());
+  return buffer.data() + ((64 - addr % 64) % 64) / sizeof(float);
+}
+
+template <class Load>
+void matmul_typed(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
+                  float* y, int64_t r0, int64_t r1) {
+  // With many tokens, 16-bit weights are widened once per row tile and
+  // chunk (exactly, so the rounding is unchanged), not once per token tile.
+  if constexpr (!std::is_same_v<Load, LoadF32>) {
+    if (n > 2 * kTokens) {
+      matmul_widened<Load>(w, x_enc, x_row_bytes, n, y, r0, r1);
+      return;
+    }
+  }
+  const auto* wd = static_cast<const uint8_t*>(w.data);
+  const int64_t chunk = std::max<int64_t>(
+      kTokens, static_cast<int64_t>(kChunkBytes / x_row_bytes) / kTokens * kTokens);
+  for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const int64_t t1 = std::min(n, t0 + chunk);
+    for (int64_t r = r0; r < r1; r += kRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kRows, r1 - r));
+      const void* wr[kRows];
+      for (int i = 0; i < rows; ++i) wr[i] = wd + static_cast<size_t>(r + i) * w.row_bytes;
+      for (int64_t t = t0; t < t1; t += kTokens) {
+        const int toks = static_cast<int>(std::min<int64_t>(kTokens, t1 - t));
+        const float* xr[kTokens];
+        for (int i = 0; i < toks; ++i) {
+          xr[i] = reinterpret_cast<const float*>(x_enc + static_cast<size_t>(t + i) * x_row_bytes);
+        }
+        float* out = y + t * w.rows + r;
+        if (rows == kRows) {
+          tile_tokens<Load, kRows>(toks, wr, xr, w.cols, out, w.rows);
+        } else {
+          for (int i = 0; i < rows; ++i)
+            tile_tokens<Load, 1>(toks, wr + i, xr, w.cols, out + i, w.rows);
+        }
+      }
+    }
+  }
+}
+
+template <class Load>
+void matmul_widened(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
+                    float* y, int64_t r0, int64_t r1) {
+  const auto* wd = static_cast<const uint8_t*>(w.data);
+  const int64_t chunk = std::max<int64_t>(
+      kTokens, static_cast<int64_t>(kChunkBytes / x_row_bytes) / kTokens * kTokens);
+  const int64_t padded = (w.cols + 15) / 16 * 16;
+  float* wide = widened_scratch(static_cast<size_t>(kRows * padded));
+  for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const int64_t t1 = std::min(n, t0 + chunk);
+    for (int64_t r = r0; r < r1; r += kRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kRows, r1 - r));
+      const void* wr[kRows];
+      for (int i = 0; i < rows; ++i) {
+        const void* src = wd + static_cast<size_t>(r + i) * w.row_bytes;
+        float* dst = wide + i * padded;
+        int64_t k = 0;
+        for (; k + 16 <= w.cols; k += 16) _mm512_store_ps(dst + k, Load::load(src, k));
+        if (k < w.cols) {
+          const auto m = static_cast<__mmask16>((1u << (w.cols - k)) - 1u);
+          _mm512_store_ps(dst + k, Load::load_tail(src, k, m));
+        }
+        wr[i] = dst;
+      }
+      for (int64_t t = t0; t < t1; t += kTokens) {
+        const int toks = static_cast<int>(std::min<int64_t>(kTokens, t1 - t));
+        const float* xr[kTokens];
+        for (int i = 0; i < toks; ++i) {
+          xr[i] = reinterpret_cast<const float*>(x_enc + static_cast<size_t>(t + i) * x_row_bytes);
+        }
+        float* out = y + t * w.rows + r;
+        if (rows == kRows) {
+          tile_tokens<LoadF32, kRows>(toks, wr, xr, w.cols, out, w.rows);
+        } else {
+          for (int i = 0; i < rows; ++i) {
+            tile_tokens<LoadF32, 1>(toks, wr + i, xr, w.cols, out + i, w.rows);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool matmul_supports(DType weight_type) {
+  return weight_type == DType::kF32 || weight_type == DType::kF16 || weight_type == DType::kBF16;
+}
+
+size_t activation_row_bytes(DType weight_type, int64_t cols) {
+  (void)weight_type;
+  return static_cast<size_t>(cols) * sizeof(float);
+}
+
+void encode_activation_row(DType weight_type, const float* x, int64_t cols, void* dst) {
+  avx2::encode_activation_row(weight_type, x, cols, dst);
+}
+
+void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end) {
+  const int64_t tiles = (rows + kRows - 1) / kRows;
+  int64_t tb, te;
+  split_range(tiles, ith, nth, &tb, &te);
+  *begin = std::min(rows, tb * kRows);
+  *end = std::min(rows, te * kRows);
+}
+
+void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
+                 int64_t row_begin, int64_t row_end) {
+  if (row_begin >= row_end) return;
+  switch (w.type) {
+    case DType::kF32:
+      matmul_typed<LoadF32>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
+      return;
+    case DType::kF16:
+      matmul_typed<LoadF16>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
+      return;
+    case DType::kBF16:
+      matmul_typed<LoadBF16>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
+      return;
+    default:
+      return;
+  }
+}
+
+}  // namespace strata::avx512_float
