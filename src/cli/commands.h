@@ -5,8 +5,13 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cli/engine_flags.h"
+
+namespace CLI {
+class App;
+}
 
 namespace strata::cli {
 
@@ -73,6 +78,51 @@ struct BenchThroughputOptions {
   EngineFlags engine;
 };
 int run_bench_throughput(const BenchThroughputOptions& opt);
+
+// `strata bench serve`: a load generator for any OpenAI-compatible server
+// (docs/bench_serve.md). Streams every request and reports TTFT, TPOT, ITL,
+// E2E latency, throughput and goodput like vLLM's `bench serve`.
+struct BenchServeOptions {
+  std::string base_url = "http://127.0.0.1:8080";
+  std::string endpoint;  // empty = /v1/completions (multi-turn: /v1/chat/completions)
+  std::string model;     // empty = the first of GET /v1/models
+  std::string api_key;   // empty = $OPENAI_API_KEY
+  std::string dataset_name = "random";  // random | shared-prefix | multi-turn | jsonl
+  std::string dataset_path;
+  int64_t num_prompts = 100;
+  int32_t input_len = 128;
+  int32_t output_len = 128;
+  double range_ratio = 0.0;
+  int32_t vocab_size = 0;  // 0 = from /v1/models, else probed
+  int32_t sp_num_groups = 4;
+  int32_t sp_prefix_len = 256;
+  int32_t sp_suffix_len = 64;
+  int32_t sp_prompts_per_group = 8;
+  int32_t mt_num_sessions = 8;
+  int32_t mt_turns = 4;
+  int32_t mt_user_len = 32;
+  std::string request_rate = "inf";
+  double burstiness = 1.0;
+  int32_t max_concurrency = 0;
+  std::vector<int32_t> sweep_concurrency;
+  uint64_t seed = 0;
+  int32_t num_warmups = 1;
+  double temperature = 0.0;
+  bool ignore_eos = true;
+  std::string extra_body;
+  double slo_ttft_ms = 0.0;  // 0 = no SLO
+  double slo_tpot_ms = 0.0;
+  double slo_e2el_ms = 0.0;
+  std::vector<double> percentiles = {50.0, 90.0, 99.0};
+  std::string save_result;
+  bool save_texts = false;
+  std::string plot;
+  bool progress = false;
+  double timeout_s = 600.0;
+};
+// Registers `serve` under the `bench` subcommand, writing into opt.
+CLI::App* add_bench_serve_command(CLI::App* bench, BenchServeOptions* opt);
+int run_bench_serve(const BenchServeOptions& opt);
 
 // `strata serve`: the OpenAI-compatible HTTP server over the engine. The
 // api key comes from --api-key or, when absent, from STRATA_API_KEY (read by

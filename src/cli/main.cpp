@@ -83,6 +83,8 @@ int main(int argc, char** argv) {
   bt_cmd->add_option("--seed", bt.seed)->capture_default_str();
   bt_cmd->add_flag("--json", bt.json, "One JSON line instead of a table");
   strata::cli::add_engine_flags(bt_cmd, &bt.engine);
+  strata::cli::BenchServeOptions bs;
+  auto* bs_cmd = strata::cli::add_bench_serve_command(bench_cmd, &bs);
 
   strata::cli::ServeOptions serve;
   auto* serve_cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
@@ -127,6 +129,7 @@ int main(int argc, char** argv) {
   if (*gen_cmd) return strata::cli::run_generate(gen);
   if (*bf_cmd) return strata::cli::run_bench_forward(bf);
   if (*bt_cmd) return strata::cli::run_bench_throughput(bt);
+  if (*bs_cmd) return strata::cli::run_bench_serve(bs);
   if (*serve_cmd) return strata::cli::run_serve(serve);
   return 1;
 }
