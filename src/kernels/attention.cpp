@@ -53,7 +53,7 @@ void accumulate_block_scalar(const AttendBlockArgs& a) {
 // positions [0, pos[t]]: scores for the whole row block by block, softmax
 // per head, then the weighted sum of V block by block.
 void attend_group(const float* q, const KvLayerView& kv, const AttentionBatch& batch, int n_heads,
-                  float scale, float* out, int64_t t, int g, bool use_avx2) {
+                  float scale, float* out, int64_t t, int g, bool use_avx2, bool use_avx512) {
   const int group = n_heads / kv.n_kv_heads;
   const int hd = kv.head_dim;
   const int bs = kv.block_size;
@@ -103,11 +103,15 @@ void attend_group(const float* q, const KvLayerView& kv, const AttentionBatch& b
       a.v = kv.v + base;
       a.scores = scores + p0;
       if (pass == 0) {
-        if (use_avx2) {
+        if (use_avx512) {
+          avx512::score_block(a);
+        } else if (use_avx2) {
           avx2::score_block(a);
         } else {
           score_block_scalar(a);
         }
+      } else if (use_avx512) {
+        avx512::accumulate_block(a);
       } else if (use_avx2) {
         avx2::accumulate_block(a);
       } else {
@@ -136,13 +140,17 @@ void write_kv(const KvLayerView& kv, const float* k, const float* v, const int32
 void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch,
                      int n_heads, float scale, float* out, ThreadPool& pool) {
   const bool use_avx2 = kernel_isa_has_avx2(kernel_isa());
+  // The AVX-512 steps serve every token of a model (the choice depends only
+  // on the ISA and the head size), so outputs stay batch-invariant.
+  const bool use_avx512 =
+      kernel_isa() == KernelIsa::kAvx512Vnni && avx512::attention_supports(kv.head_dim);
   const int64_t n_tasks = batch.n_tokens * kv.n_kv_heads;
   auto work = [&](int ith, int nth) {
     int64_t begin, end;
     split_range(n_tasks, ith, nth, &begin, &end);
     for (int64_t task = begin; task < end; ++task) {
       attend_group(q, kv, batch, n_heads, scale, out, task / kv.n_kv_heads,
-                   static_cast<int>(task % kv.n_kv_heads), use_avx2);
+                   static_cast<int>(task % kv.n_kv_heads), use_avx2, use_avx512);
     }
   };
   if (n_tasks < 2) {

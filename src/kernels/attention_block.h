@@ -1,5 +1,6 @@
 // Internal to src/kernels: the two per-block steps of paged attention, each
-// with a scalar (attention.cpp) and an AVX2 (attention_avx2.cpp) version.
+// with a scalar (attention.cpp), an AVX2 (attention_avx2.cpp) and an
+// AVX-512 (attention_avx512.cpp) version.
 //
 // For the `group` query heads that share one KV head, attention runs in two
 // passes over the sequence's KV blocks, as llama.cpp's non-flash CPU path
@@ -43,5 +44,12 @@ void softmax_weights(float* s, int64_t n);
 // dst[i] = fp16-rounded src[i], n elements.
 void round_to_fp16(const float* src, float* dst, int64_t n);
 }  // namespace avx2
+
+namespace avx512 {
+// Whether the AVX-512 steps handle this head size (a multiple of 16).
+bool attention_supports(int head_dim);
+void score_block(const AttendBlockArgs& a);
+void accumulate_block(const AttendBlockArgs& a);
+}  // namespace avx512
 
 }  // namespace strata

@@ -284,7 +284,8 @@ class OpenAiServer::Impl {
                 {"object", "model"},
                 {"created", static_cast<int64_t>(started_at_)},
                 {"owned_by", "strata"},
-                {"max_model_len", options_.limits.max_model_len}};
+                {"max_model_len", options_.limits.max_model_len},
+                {"vocab_size", tokenizer_.vocab_size()}};
   }
 
   // ---- tokenize ----------------------------------------------------------

@@ -153,6 +153,16 @@ TEST(PagedAttention, OddHeadCountsSmallBlocks) {
   run_case({3, 3, 7, 1, {6, 2, 9}, {2, 1, 4}}, 4);
 }
 
+TEST(PagedAttention, WideBlocksAndHeadGroupTails) {
+  // Blocks of 32 positions (two 16-position tiles of the AVX-512 step), a
+  // group of 5 heads (a 4-head tile plus one), head_dim 48.
+  run_case({10, 2, 48, 32, {70, 33}, {9, 2}}, 6);
+}
+
+TEST(PagedAttention, SmallBlocksHeadDim16) {
+  run_case({6, 3, 16, 8, {21, 8, 1}, {4, 8, 1}}, 7);
+}
+
 TEST(PagedAttention, LongSequenceLargeScores) {
   // 14:2 heads, head_dim 128, a long context so online-softmax rescaling kicks in.
   run_case({14, 2, 128, 16, {300}, {2}}, 5);

@@ -1,0 +1,187 @@
+#include "kernels/roofline.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/dispatch.h"
+
+// GCC 12 reports the deliberately undefined upper lanes inside the AVX-512
+// reductions as uninitialized.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace strata {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Sums a range with 4 independent 256-bit accumulators (reads only).
+__attribute__((target("avx2"))) uint64_t sum_avx2(const uint8_t* p, size_t bytes) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 128 <= bytes; i += 128) {
+    a0 = _mm256_add_epi64(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
+    a1 = _mm256_add_epi64(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+    a2 = _mm256_add_epi64(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
+    a3 = _mm256_add_epi64(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
+  }
+  const __m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+
+uint64_t sum_scalar(const uint8_t* p, size_t bytes) {
+  uint64_t a = 0, b = 0;
+  for (size_t i = 0; i + 16 <= bytes; i += 16) {
+    uint64_t x, y;
+    std::memcpy(&x, p + i, 8);
+    std::memcpy(&y, p + i + 8, 8);
+    a += x;
+    b += y;
+  }
+  return a + b;
+}
+
+constexpr int64_t kFmaIters = 1 << 22;
+
+// 12 independent FMA chains keep both FMA pipes busy past their latency.
+__attribute__((target("avx512f"))) float fma_loop_avx512() {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-3f);
+  for (int64_t it = 0; it < kFmaIters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"))) float fma_loop_avx2() {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
+  const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-3f);
+  for (int64_t it = 0; it < kFmaIters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  }
+  __m256 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, s);
+  float total = 0.0f;
+  for (float v : lanes) total += v;
+  return total;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) int dot_loop_vnni() {
+  __m512i acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_epi32(i);
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+  for (int64_t it = 0; it < kFmaIters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+  }
+  __m512i s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_epi32(s, acc[i]);
+  return _mm512_reduce_add_epi32(s);
+}
+
+// The AVX2 kernels' int8 dot: vpmaddubsw then vpmaddwd (32 MACs per pair).
+__attribute__((target("avx2"))) int dot_loop_avx2() {
+  __m256i acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_epi32(i);
+  const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
+  for (int64_t it = 0; it < kFmaIters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) {
+      acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones));
+    }
+  }
+  __m256i s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_epi32(s, acc[i]);
+  alignas(32) int32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
+  int total = 0;
+  for (int v : lanes) total += v;
+  return total;
+}
+
+// Runs `body` on every thread; returns the rate `units_per_thread * nth /
+// seconds`, best of three.
+template <class Body>
+double best_rate(ThreadPool& pool, double units_per_thread, Body body) {
+  double best = 0.0;
+  std::atomic<int64_t> sink{0};
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = Clock::now();
+    pool.run([&](int ith, int nth) { sink += static_cast<int64_t>(body(ith, nth)); });
+    best = std::max(best, units_per_thread * pool.num_threads() / seconds_since(t0));
+  }
+  return best + 0.0 * static_cast<double>(sink.load());
+}
+
+}  // namespace
+
+double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes) {
+  const int nth = pool.num_threads();
+  const size_t per_thread = buffer_bytes / static_cast<size_t>(nth) / 4096 * 4096;
+  std::vector<uint8_t*> buffers(nth, nullptr);
+  // Each thread allocates and touches its own share (first-touch placement).
+  pool.run([&](int ith, int) {
+    buffers[ith] = static_cast<uint8_t*>(std::aligned_alloc(4096, per_thread));
+    std::memset(buffers[ith], ith + 1, per_thread);
+  });
+  const bool avx2 = kernel_isa_has_avx2(kernel_isa());
+  double best = 0.0;
+  for (int rep = 0; rep < 4; ++rep) {
+    std::atomic<uint64_t> sink{0};
+    const auto t0 = Clock::now();
+    pool.run([&](int ith, int) {
+      sink += avx2 ? sum_avx2(buffers[ith], per_thread) : sum_scalar(buffers[ith], per_thread);
+    });
+    const double s = seconds_since(t0);
+    if (rep > 0) best = std::max(best, static_cast<double>(per_thread) * nth / s / 1e9);
+  }
+  for (uint8_t* b : buffers) std::free(b);
+  return best;
+}
+
+double measure_peak_fp32_gflops(ThreadPool& pool) {
+  const KernelIsa isa = kernel_isa();
+  if (isa == KernelIsa::kAvx512Vnni) {
+    return best_rate(pool, kFmaIters * 12.0 * 16 * 2 / 1e9,
+                     [](int, int) { return fma_loop_avx512(); });
+  }
+  if (kernel_isa_has_avx2(isa)) {
+    return best_rate(pool, kFmaIters * 12.0 * 8 * 2 / 1e9,
+                     [](int, int) { return fma_loop_avx2(); });
+  }
+  return 0.0;
+}
+
+double measure_peak_int8_gops(ThreadPool& pool) {
+  const KernelIsa isa = kernel_isa();
+  if (isa == KernelIsa::kAvx512Vnni) {
+    return best_rate(pool, kFmaIters * 12.0 * 64 * 2 / 1e9,
+                     [](int, int) { return dot_loop_vnni(); });
+  }
+  if (kernel_isa_has_avx2(isa)) {
+    return best_rate(pool, kFmaIters * 12.0 * 32 * 2 / 1e9,
+                     [](int, int) { return dot_loop_avx2(); });
+  }
+  return 0.0;
+}
+
+}  // namespace strata
