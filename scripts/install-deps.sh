@@ -9,6 +9,7 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev
   libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
+  libhiredis-dev redis-server
 )
 # Node.js and npm run the oracles. Some images ship a Node.js build that
 # bundles npm (so Debian's npm package conflicts with it): install Debian's

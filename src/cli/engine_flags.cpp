@@ -38,6 +38,20 @@ void add_engine_flags(CLI::App* app, EngineFlags* f) {
       ->check(CLI::Range(0, 1024));
   app->add_flag("--no-prefix-caching", f->no_prefix_caching,
                 "Do not share KV blocks between requests with equal prefixes");
+  app->add_option("--kv-chunk-tokens", f->kv_chunk_tokens,
+                  "Tokens per KV tier chunk (a multiple of --block-size)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  app->add_option("--kv-cpu-bytes", f->kv_cpu_bytes,
+                  "Host RAM KV tier capacity (suffix K/M/G[iB]); 0 = off")
+      ->capture_default_str();
+  app->add_option("--kv-disk-dir", f->kv_disk_dir,
+                  "Directory of the persistent disk KV tier (survives restarts); empty = off");
+  app->add_option("--kv-disk-bytes", f->kv_disk_bytes, "Disk KV tier capacity (suffix K/M/G[iB])")
+      ->capture_default_str();
+  app->add_option("--kv-remote", f->kv_remote,
+                  "Shared remote KV tier, redis://host:port (replicas reuse each other's chunks)");
+  app->add_option("--kv-remote-password", f->kv_remote_password, "Redis AUTH password");
 }
 
 Result<size_t> parse_byte_size(const std::string& text) {
@@ -85,6 +99,18 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   o.max_model_len = f.max_model_len;
   o.num_threads = f.num_threads;
   o.enable_prefix_caching = !f.no_prefix_caching;
+  o.kv_tiers.chunk_tokens = f.kv_chunk_tokens;
+  if (f.kv_cpu_bytes != "0") {
+    Result<size_t> cpu = parse_byte_size(f.kv_cpu_bytes);
+    if (!cpu) return invalid_argument("--kv-cpu-bytes: '" + f.kv_cpu_bytes + "' is not a size");
+    o.kv_tiers.cpu_bytes = *cpu;
+  }
+  o.kv_tiers.disk_dir = f.kv_disk_dir;
+  Result<size_t> disk = parse_byte_size(f.kv_disk_bytes);
+  if (!disk) return invalid_argument("--kv-disk-bytes: '" + f.kv_disk_bytes + "' is not a size");
+  o.kv_tiers.disk_bytes = *disk;
+  o.kv_tiers.remote_url = f.kv_remote;
+  o.kv_tiers.remote_password = f.kv_remote_password;
   STRATA_RETURN_IF_ERROR(o.validate());
   return o;
 }

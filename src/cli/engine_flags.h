@@ -1,6 +1,8 @@
 // Engine flags: adds the serving engine's knobs (--kv-cache-memory,
 // --block-size, --max-num-batched-tokens, --max-num-seqs, --policy,
-// --max-model-len, -t/--threads, --no-prefix-caching) to a CLI11 subcommand,
+// --max-model-len, -t/--threads, --no-prefix-caching, and the KV tiers:
+// --kv-chunk-tokens, --kv-cpu-bytes, --kv-disk-dir, --kv-disk-bytes,
+// --kv-remote, --kv-remote-password) to a CLI11 subcommand,
 // so `strata bench throughput` and `strata serve` parse them the same way.
 // Only main() (through these helpers) reads flags.
 #pragma once
@@ -27,6 +29,12 @@ struct EngineFlags {
   int64_t max_model_len = 0;
   int32_t num_threads = 0;
   bool no_prefix_caching = false;
+  int32_t kv_chunk_tokens = KvTierOptions{}.chunk_tokens;
+  std::string kv_cpu_bytes = "0";  // RAM tier; 0 = off
+  std::string kv_disk_dir;         // empty = off
+  std::string kv_disk_bytes = "16GiB";
+  std::string kv_remote;  // redis://host:port; empty = off
+  std::string kv_remote_password;
 };
 
 // Registers the flags on `app`, writing into `flags` (which must outlive it).

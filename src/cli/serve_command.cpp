@@ -89,6 +89,12 @@ int run_serve(const ServeOptions& opt) {
                "[serve] model %s as \"%s\", max_model_len %lld, listening on http://%s:%d\n",
                path.c_str(), so.served_model_name.c_str(),
                static_cast<long long>((*engine)->max_model_len()), so.host.c_str(), server.port());
+  if (engine_options->kv_tiers.enabled()) {
+    const KvTierOptions& t = engine_options->kv_tiers;
+    std::fprintf(stderr, "[serve] kv tiers: chunk %d tokens, ram %zu bytes, disk %s, remote %s\n",
+                 t.chunk_tokens, t.cpu_bytes, t.disk_dir.empty() ? "off" : t.disk_dir.c_str(),
+                 t.remote_url.empty() ? "off" : t.remote_url.c_str());
+  }
   std::fflush(stderr);
 
   const int drain_timeout_s = opt.drain_timeout_s;

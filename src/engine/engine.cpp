@@ -13,6 +13,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const ModelWeights& weights,
                                                             &engine->metrics_, &engine->clock_));
   engine->max_model_len_ = engine->core_->max_model_len();
   engine->num_kv_blocks_ = engine->core_->kv_cache().num_blocks();
+  engine->core_->set_load_wakeup([e = engine.get()] {
+    {
+      std::lock_guard<std::mutex> lock(e->mu_);
+      e->is_load_done_ = true;
+    }
+    e->cv_.notify_all();
+  });
   engine->thread_ = std::thread([e = engine.get()] { e->loop(); });
   return engine;
 }
@@ -52,14 +59,15 @@ void Engine::loop() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      auto has_news = [&] { return is_stopping_ || !inbox_.empty(); };
-      if (!core_->has_unfinished_requests()) {
+      auto has_news = [&] { return is_stopping_ || !inbox_.empty() || is_load_done_; };
+      if (!core_->has_unfinished_requests() || core_->is_only_loading()) {
         cv_.wait(lock, has_news);
       } else if (was_idle_step) {
         // Work exists but nothing could be scheduled: do not spin.
         cv_.wait_for(lock, std::chrono::milliseconds(1), has_news);
       }
       messages.swap(inbox_);
+      is_load_done_ = false;
       if (is_stopping_) break;
     }
     for (Message& m : messages) {

@@ -8,6 +8,10 @@
 //   while (auto e = (*stream)->pop()) { ... }        // TokenEvents until done
 //   engine->abort((*stream)->id());                  // frees blocks within a step
 //
+// A request waiting for KV chunks from a tier (EngineCore's `loading`
+// state) does not hold the loop: others keep stepping, and the loader's
+// wakeup restarts an idle loop when the load finishes.
+//
 // Messages are applied in the order they were sent, at the start of the next
 // step, so an abort frees the request's KV blocks before that step is
 // scheduled. One request's failure (bad sampling params, a failed forward)
@@ -82,6 +86,7 @@ class Engine {
   std::condition_variable cv_;
   std::deque<Message> inbox_;
   bool is_stopping_ = false;
+  bool is_load_done_ = false;  // a tier load finished: the loop has work
   std::thread thread_;
 };
 

@@ -20,6 +20,14 @@ Status EngineOptions::validate() const {
   if (num_threads < 0 || num_threads > 1024) {
     return invalid_argument("engine: --threads must be in [0, 1024]");
   }
+  if (kv_tiers.enabled()) {
+    STRATA_RETURN_IF_ERROR(kv_tiers.validate(block_size));
+    if (!enable_prefix_caching) {
+      return invalid_argument(
+          "engine: the KV tiers (--kv-cpu-bytes, --kv-disk-dir, --kv-remote) need prefix caching; "
+          "drop --no-prefix-caching");
+    }
+  }
   return Status::ok();
 }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kvtier/kv_tier_options.h"
 #include "sched/scheduler_options.h"
 #include "util/status.h"
 
@@ -47,6 +48,12 @@ struct EngineOptions {
   // Share full KV blocks between requests with equal prefixes
   // (--no-prefix-caching turns it off).
   bool enable_prefix_caching = true;
+  // The tiered KV cache beneath the pool (--kv-chunk-tokens, --kv-cpu-bytes,
+  // --kv-disk-dir, --kv-disk-bytes, --kv-remote, --kv-remote-password): full
+  // chunks are stored asynchronously, and an admitted prompt loads the chunks
+  // that follow the pool's own prefix hit. Off unless a tier is configured;
+  // needs prefix caching (loaded blocks join the pool's prefix cache).
+  KvTierOptions kv_tiers;
 
   Status validate() const;
 };

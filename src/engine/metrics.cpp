@@ -71,6 +71,19 @@ class TextWriter {
     sample(std::string(name) + "_sum", "", fmt_double(h.sum));
     sample(std::string(name) + "_count", "", std::to_string(h.count));
   }
+  // One labelled series of a histogram whose header was written already.
+  void histogram_series(std::string_view name, const std::string& label,
+                        const HistogramSnapshot& h) {
+    int64_t cumulative = 0;
+    for (size_t i = 0; i < h.bounds.size(); ++i) {
+      cumulative += h.counts[i];
+      sample(std::string(name) + "_bucket", label + ",le=\"" + fmt_double(h.bounds[i]) + "\"",
+             std::to_string(cumulative));
+    }
+    sample(std::string(name) + "_bucket", label + ",le=\"+Inf\"", std::to_string(h.count));
+    sample(std::string(name) + "_sum", label, fmt_double(h.sum));
+    sample(std::string(name) + "_count", label, std::to_string(h.count));
+  }
   std::string& out() { return out_; }
 
  private:
@@ -125,6 +138,7 @@ Metrics::Metrics() {
   s_.request_queue_time = make_histogram(request_bounds());
   s_.request_prefill_time = make_histogram(request_bounds());
   s_.request_decode_time = make_histogram(request_bounds());
+  s_.kv_load_time = make_histogram(token_bounds());
 }
 
 void Metrics::observe_time_to_first_token(double seconds) {
@@ -194,9 +208,35 @@ void Metrics::add_finished(FinishReason reason) {
   }
 }
 
-MetricsSnapshot Metrics::snapshot() const {
+void Metrics::add_prompt_tokens_cached(const std::string& tier, int64_t n) {
   std::lock_guard<std::mutex> lock(mu_);
-  return s_;
+  s_.prompt_tokens_cached_by_tier[tier] += n;
+}
+
+void Metrics::set_num_requests_loading(int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  s_.num_requests_loading = n;
+}
+
+void Metrics::observe_kv_load_time(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observe(s_.kv_load_time, seconds);
+}
+
+void Metrics::set_tier_source(std::function<std::vector<TierMetricsSnapshot>()> source) {
+  std::lock_guard<std::mutex> lock(source_mu_);
+  tier_source_ = std::move(source);
+}
+
+MetricsSnapshot Metrics::snapshot() const {
+  MetricsSnapshot s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s = s_;
+  }
+  std::lock_guard<std::mutex> lock(source_mu_);
+  if (tier_source_) s.tiers = tier_source_();
+  return s;
 }
 
 std::string Metrics::to_prometheus_text(std::string_view model_name) const {
@@ -235,6 +275,67 @@ std::string Metrics::to_prometheus_text(std::string_view model_name) const {
               s.request_prefill_time);
   w.histogram("request_decode_time_seconds", "Histogram of time spent in the decode phase.",
               s.request_decode_time);
+  if (!s.tiers.empty() || !s.prompt_tokens_cached_by_tier.empty()) {
+    w.header("prompt_tokens_cached", "counter",
+             "Prompt tokens served without compute, by source: pool (prefix cache) or a KV tier.");
+    for (const auto& [tier, n] : s.prompt_tokens_cached_by_tier) {
+      w.sample("prompt_tokens_cached_total", "tier=\"" + tier + "\"", std::to_string(n));
+    }
+    w.header("prompt_tokens_cached_fraction", "gauge",
+             "Fraction of all prompt tokens served by each source so far.");
+    for (const auto& [tier, n] : s.prompt_tokens_cached_by_tier) {
+      const double fraction =
+          s.prompt_tokens > 0 ? static_cast<double>(n) / static_cast<double>(s.prompt_tokens) : 0.0;
+      w.sample("prompt_tokens_cached_fraction", "tier=\"" + tier + "\"", fmt_double(fraction));
+    }
+    w.gauge("num_requests_loading", "Requests waiting for KV chunks from a tier.",
+            static_cast<double>(s.num_requests_loading));
+    w.histogram("kv_load_time_seconds", "Histogram of one request's KV tier load in seconds.",
+                s.kv_load_time);
+  }
+  struct TierCounter {
+    const char* name;
+    const char* type;
+    const char* help;
+    int64_t TierMetricsSnapshot::*field;
+  };
+  static const TierCounter kTierCounters[] = {
+      {"kv_tier_hits", "counter", "KV tier chunk lookups that hit.", &TierMetricsSnapshot::hits},
+      {"kv_tier_misses", "counter", "KV tier chunk lookups that missed.",
+       &TierMetricsSnapshot::misses},
+      {"kv_tier_read_bytes", "counter", "KV chunk payload bytes read from the tier.",
+       &TierMetricsSnapshot::bytes_read},
+      {"kv_tier_written_bytes", "counter", "KV chunk payload bytes written to the tier.",
+       &TierMetricsSnapshot::bytes_written},
+      {"kv_tier_evictions", "counter", "KV chunks evicted from the tier.",
+       &TierMetricsSnapshot::evictions},
+      {"kv_tier_errors", "counter", "KV tier faults (I/O errors, timeouts, corrupt chunks).",
+       &TierMetricsSnapshot::errors},
+      {"kv_tier_dropped_stores", "counter", "KV chunk stores dropped (queue full, tier down).",
+       &TierMetricsSnapshot::dropped_stores},
+      {"kv_tier_stored_chunks", "gauge", "KV chunks the tier holds.",
+       &TierMetricsSnapshot::stored_chunks},
+      {"kv_tier_stored_bytes", "gauge", "KV chunk payload bytes the tier holds.",
+       &TierMetricsSnapshot::stored_bytes},
+  };
+  if (!s.tiers.empty()) {
+    for (const TierCounter& c : kTierCounters) {
+      const bool is_counter = std::string_view(c.type) == "counter";
+      w.header(c.name, c.type, c.help);
+      for (const TierMetricsSnapshot& t : s.tiers) {
+        w.sample(std::string(c.name) + (is_counter ? "_total" : ""), "tier=\"" + t.tier + "\"",
+                 std::to_string(t.*(c.field)));
+      }
+    }
+    w.header("kv_tier_get_latency_seconds", "histogram", "Histogram of KV tier get latency.");
+    for (const TierMetricsSnapshot& t : s.tiers) {
+      w.histogram_series("kv_tier_get_latency_seconds", "tier=\"" + t.tier + "\"", t.get_latency);
+    }
+    w.header("kv_tier_put_latency_seconds", "histogram", "Histogram of KV tier put latency.");
+    for (const TierMetricsSnapshot& t : s.tiers) {
+      w.histogram_series("kv_tier_put_latency_seconds", "tier=\"" + t.tier + "\"", t.put_latency);
+    }
+  }
   return std::move(w.out());
 }
 

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -28,6 +30,22 @@ struct HistogramSnapshot {
   std::vector<int64_t> counts;  // [bounds.size() + 1]
   double sum = 0.0;
   int64_t count = 0;
+};
+
+// One KV tier's figures as exported (copied from its TierStats).
+struct TierMetricsSnapshot {
+  std::string tier;  // "ram", "disk", "redis"
+  int64_t hits = 0;
+  int64_t misses = 0;
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+  int64_t evictions = 0;
+  int64_t errors = 0;
+  int64_t dropped_stores = 0;
+  int64_t stored_chunks = 0;  // gauge
+  int64_t stored_bytes = 0;   // gauge
+  HistogramSnapshot get_latency;
+  HistogramSnapshot put_latency;
 };
 
 struct MetricsSnapshot {
@@ -52,6 +70,14 @@ struct MetricsSnapshot {
   int64_t request_success_length = 0;
   int64_t request_success_abort = 0;
   int64_t request_success_error = 0;
+  // Tiered KV cache: prompt tokens served without compute, by where they came
+  // from ("pool" = the engine's own prefix cache; "ram", "disk", "redis" =
+  // loaded from that tier at admission). Divided by prompt_tokens, the
+  // fraction of prompt tokens each tier served.
+  std::map<std::string, int64_t> prompt_tokens_cached_by_tier;
+  int64_t num_requests_loading = 0;        // gauge: requests waiting for a tier load
+  HistogramSnapshot kv_load_time;          // one tier load of a request (lookup + fetch)
+  std::vector<TierMetricsSnapshot> tiers;  // filled by snapshot() from the tier source
 };
 
 class Metrics {
@@ -72,6 +98,13 @@ class Metrics {
   void add_prompt_tokens(int64_t n);
   void add_generation_tokens(int64_t n);
   void add_finished(FinishReason reason);
+  // Tiered KV cache.
+  void add_prompt_tokens_cached(const std::string& tier, int64_t n);
+  void set_num_requests_loading(int64_t n);
+  void observe_kv_load_time(double seconds);
+  // Where snapshot() reads the tiers' own counters (called on the reading
+  // thread; must be thread-safe). nullptr detaches it (before the tiers go).
+  void set_tier_source(std::function<std::vector<TierMetricsSnapshot>()> source);
 
   MetricsSnapshot snapshot() const;
   // Prometheus text exposition format (version 0.0.4). `model_name`, when
@@ -81,6 +114,8 @@ class Metrics {
  private:
   mutable std::mutex mu_;
   MetricsSnapshot s_;
+  mutable std::mutex source_mu_;  // guards tier_source_; never held with mu_
+  std::function<std::vector<TierMetricsSnapshot>()> tier_source_;
 };
 
 // Adds `seconds` to `h`.

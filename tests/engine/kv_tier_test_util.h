@@ -1,0 +1,279 @@
+// Helpers for the tiered-KV-cache engine tests: engines with tiers on the
+// peaky test model (chunks of 32 tokens = 2 blocks), cold reference outputs,
+// chunk keys of a prompt, temp directories, a gate that holds tier reads, and
+// a redis-server child process on a free port.
+#pragma once
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine_test_util.h"
+#include "kvtier/chunk_io.h"
+#include "kvtier/chunk_key.h"
+#include "kvtier/kv_tier_manager.h"
+
+extern char** environ;
+
+namespace strata::testing {
+
+inline constexpr int32_t kChunkTokens = 32;
+inline constexpr int32_t kPromptTokens = 150;  // 4 whole chunks can come from tiers
+inline constexpr int64_t kLoadableTokens = 128;
+
+inline EngineOptions tier_options(int64_t num_blocks = 64) {
+  EngineOptions o = small_options(num_blocks);
+  o.kv_tiers.chunk_tokens = kChunkTokens;
+  return o;
+}
+
+inline size_t chunk_payload_bytes() {
+  return static_cast<size_t>(kChunkTokens) * kv_bytes_per_token(peaky_model().weights->config());
+}
+
+inline std::unique_ptr<EngineCore> make_tier_core(const EngineOptions& options,
+                                                  std::unique_ptr<KvTierManager> tiers = nullptr,
+                                                  Metrics* metrics = nullptr,
+                                                  const TestModel& model = peaky_model()) {
+  Result<std::unique_ptr<EngineCore>> core = EngineCore::create(
+      *model.weights, *model.tokenizer, options, metrics, nullptr, std::move(tiers));
+  EXPECT_TRUE(core.is_ok()) << core.status().message();
+  return core ? std::move(*core) : nullptr;
+}
+
+// Runs `requests` together on `core` until all finish (sleeping while only
+// tier loads are pending, which step() cannot advance); choice 0 of each.
+inline std::vector<ChoiceOutput> serve_all(EngineCore& core,
+                                           std::vector<GenerationRequest> requests) {
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (GenerationRequest& r : requests) {
+    Result<std::shared_ptr<RequestStream>> s = core.add_request(std::move(r));
+    EXPECT_TRUE(s.is_ok()) << s.status().message();
+    streams.push_back(s ? *s : nullptr);
+  }
+  std::vector<std::map<int32_t, ChoiceOutput>> outputs(streams.size());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (core.has_unfinished_requests() && std::chrono::steady_clock::now() < deadline) {
+    if (core.is_only_loading()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    core.step();
+    for (size_t i = 0; i < streams.size(); ++i) {
+      if (streams[i]) collect(*streams[i], &outputs[i]);
+    }
+  }
+  EXPECT_FALSE(core.has_unfinished_requests());
+  std::vector<ChoiceOutput> out;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    if (streams[i]) collect(*streams[i], &outputs[i]);
+    out.push_back(outputs[i][0]);
+  }
+  return out;
+}
+
+// The output of `request` on a fresh engine without tiers.
+inline std::vector<int32_t> cold_output(const GenerationRequest& request) {
+  return solo_output(request);
+}
+
+inline GenerationRequest document_request(uint32_t seed) {
+  return greedy_request(random_prompt(seed, kPromptTokens), 16);
+}
+inline GenerationRequest canary_request() {
+  return greedy_request(random_prompt(999, 20), 8);
+}
+
+// The chunk keys of `prompt`'s first `num_chunks` chunks under `model`.
+inline std::vector<ChunkKey> chunk_keys(const TestModel& model, std::span<const int32_t> prompt,
+                                        int64_t num_chunks, int32_t block_size = 16) {
+  const ModelFingerprint fp = compute_model_fingerprint(
+      model.weights->file(), model.weights->config(), block_size, kChunkTokens);
+  std::vector<ChunkKey> keys;
+  BlockHash h = root_block_hash();
+  const int64_t blocks_per_chunk = kChunkTokens / block_size;
+  for (int64_t b = 0; b < num_chunks * blocks_per_chunk; ++b) {
+    h = hash_block(h, prompt.subspan(b * block_size, block_size));
+    if ((b + 1) % blocks_per_chunk == 0) keys.push_back(make_chunk_key(fp, h));
+  }
+  return keys;
+}
+
+// The tier named `name` of core's manager (nullptr if absent).
+inline KvTier* find_tier(EngineCore& core, std::string_view name) {
+  KvTierManager* m = core.kv_tiers();
+  if (m == nullptr) return nullptr;
+  for (size_t i = 0; i < m->num_tiers(); ++i) {
+    if (m->tier_name(i) == name) return &m->tier(i);
+  }
+  return nullptr;
+}
+
+inline TierStats tier_stats(EngineCore& core, std::string_view name) {
+  KvTier* t = find_tier(core, name);
+  return t ? t->stats() : TierStats{};
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "strata-kvtier-XXXXXX").string();
+    path = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all, ec);
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string str() const { return path.string(); }
+};
+
+// A gate tests close to hold every get() of a GatedTier until opened.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool is_open = true;
+  int num_waiting = 0;
+  void set(bool open) {
+    std::lock_guard<std::mutex> lock(mu);
+    is_open = open;
+    cv.notify_all();
+  }
+};
+
+// A tier that forwards to a shared inner tier (so several engines see the
+// same store), holding reads while the gate is closed.
+class GatedTier final : public KvTier {
+ public:
+  GatedTier(std::shared_ptr<KvTier> inner, std::shared_ptr<Gate> gate)
+      : inner_(std::move(inner)), gate_(std::move(gate)) {}
+  std::string_view name() const override { return "gated"; }
+  bool contains(const ChunkKey& key) override { return inner_->contains(key); }
+  Status put(const KvChunkHandle& chunk) override { return inner_->put(chunk); }
+  Result<KvChunkHandle> get(const ChunkKey& key) override {
+    {
+      std::unique_lock<std::mutex> lock(gate_->mu);
+      ++gate_->num_waiting;
+      gate_->cv.wait(lock, [&] { return gate_->is_open; });
+      --gate_->num_waiting;
+    }
+    return inner_->get(key);
+  }
+  Status remove(const ChunkKey& key) override { return inner_->remove(key); }
+  TierStats stats() const override { return inner_->stats(); }
+
+ private:
+  std::shared_ptr<KvTier> inner_;
+  std::shared_ptr<Gate> gate_;
+};
+
+inline std::unique_ptr<KvTierManager> manager_of(std::unique_ptr<KvTier> tier) {
+  std::vector<std::unique_ptr<KvTier>> tiers;
+  tiers.push_back(std::move(tier));
+  return std::make_unique<KvTierManager>(std::move(tiers), size_t{64} << 20);
+}
+
+// A free TCP port on 127.0.0.1 (bound, read back, closed).
+inline int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    socklen_t len = sizeof(addr);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+inline bool can_connect(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+// Whether a server on `port` answers PING within `timeout_ms`.
+inline bool answers_ping(int port, int timeout_ms) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{0, timeout_ms * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+            write(fd, "PING\r\n", 6) == 6;
+  char buf[16];
+  ok = ok && read(fd, buf, sizeof(buf)) > 0;
+  close(fd);
+  return ok;
+}
+
+inline pid_t spawn(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  if (posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+inline bool has_redis_server() {
+  return std::system("command -v redis-server >/dev/null 2>&1") == 0;
+}
+
+// A redis-server child on `port`, no persistence, DEBUG allowed (for SLEEP).
+class RedisServer {
+ public:
+  explicit RedisServer(int port) : port_(port) {}
+  ~RedisServer() { kill_now(); }
+  bool start() {
+    pid_ = spawn({"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save",
+                  "", "--appendonly", "no", "--enable-debug-command", "yes"});
+    for (int i = 0; i < 200 && pid_ > 0; ++i) {
+      if (can_connect(port_)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  void kill_now() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
+
+ private:
+  int port_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace strata::testing
