@@ -23,11 +23,14 @@ function startServer(args) {
 }
 
 test('429 when the queue is full, served again afterwards', async () => {
+  // The busy request must outlive the second request's round trip even on a
+  // loaded host: a long generation (the tiny model's 256-token context is
+  // stretched; its outputs are not checked).
   const { proc, url } = await startServer(['--max-num-seqs', '1', '--max-queue', '0',
-    '--served-model-name', 'q']);
+    '--served-model-name', 'q', '--max-model-len', '4096']);
   try {
     const c = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'none', maxRetries: 0 });
-    const busy = await c.completions.create({ model: 'q', prompt: 'busy', max_tokens: 200,
+    const busy = await c.completions.create({ model: 'q', prompt: 'busy', max_tokens: 3000,
       ignore_eos: true, stream: true });
     const it = busy[Symbol.asyncIterator]();
     await it.next();  // the slot is taken
