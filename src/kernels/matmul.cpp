@@ -7,6 +7,7 @@
 #include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/matmul_float_avx512.h"
+#include "kernels/matmul_kquant_avx512.h"
 #include "kernels/vec_dot.h"
 
 namespace strata {
@@ -58,6 +59,9 @@ constexpr MatmulBackend kAvx2Backend = {avx2::activation_row_bytes, avx2::encode
 constexpr MatmulBackend kAvx512QuantBackend = {avx512::activation_row_bytes,
                                                avx512::encode_activation_row, avx512::split_rows,
                                                avx512::matmul_rows};
+constexpr MatmulBackend kAvx512KQuantBackend = {
+    avx512_kquant::activation_row_bytes, avx512_kquant::encode_activation_row,
+    avx512_kquant::split_rows, avx512_kquant::matmul_rows};
 constexpr MatmulBackend kAvx512FloatBackend = {avx512_float::activation_row_bytes,
                                                avx512_float::encode_activation_row,
                                                avx512_float::split_rows, avx512_float::matmul_rows};
@@ -68,6 +72,7 @@ const MatmulBackend& backend_for(DType type) {
   const KernelIsa isa = kernel_isa();
   if (isa == KernelIsa::kAvx512Vnni) {
     if (avx512::matmul_supports(type)) return kAvx512QuantBackend;
+    if (avx512_kquant::matmul_supports(type)) return kAvx512KQuantBackend;
     if (avx512_float::matmul_supports(type)) return kAvx512FloatBackend;
   }
   if (kernel_isa_has_avx2(isa) && avx2::matmul_supports(type)) return kAvx2Backend;

@@ -1,0 +1,743 @@
+// AVX-512 VNNI matmul for Q4_K and Q6_K weights against Q8_K activations.
+//
+// Layout of a packed super-block (16 rows, lanes = rows): q[i] holds, in
+// dword lane j, row j's four quants of elements 4i..4i+3 as unsigned bytes
+// (Q4_K nibbles 0..15, Q6_K values 0..63, i.e. q + 32), so group i meets the
+// activation dword x.qs[4i..4i+3] and
+//   vpdpbusd(acc, q[i], broadcast(x dword i))
+// adds row j's four products into lane j. A sub-block's groups are summed
+// exactly in int32 and scaled per lane with vpmulld (the sums exceed int16,
+// so vpdpwssd cannot take them). Q4_K mins and Q6_K's -32 offset come from
+// the activation block sums with vpdpwssd on int16 pairs. See the header for
+// the floating-point order (that of vec_dot::dot_ref).
+//
+// Loop order per thread: tokens in chunks (their activations stay in L2),
+// then 16-row tiles, then blocks of kSbBlock super-blocks packed into an L1
+// scratch, then register tiles of up to kTokenTile tokens whose accumulators
+// live in a per-thread buffer between super-block blocks. Each tile is first
+// copied to a per-thread stage in address order (see stage_row_tile).
+// Decode-sized n takes the row-wise kernels instead (see the header).
+#include "kernels/matmul_kquant_avx512.h"
+
+// GCC 12's AVX-512 intrinsics seed their "undefined" pass-through operands
+// with a self-initialized variable, which -Wuninitialized reports when inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "kernels/matmul_avx2.h"
+#include "kernels/quant.h"
+#include "kernels/vec_dot.h"
+#include "util/thread_pool.h"
+
+namespace strata::avx512_kquant {
+namespace {
+
+constexpr int kRowTile = 16;        // rows per tile: one dword lane each
+constexpr int kGroups = kQK_K / 4;  // four-element groups per super-block
+constexpr int kTokenTile = 8;       // tokens per register tile
+// Up to this many tokens (decode) the row-wise kernels run instead of the
+// tiles: with weights in DRAM (TinyLlama shapes, 2 threads) they are faster
+// for n <= 2, even at 3 and slower from 4 on, where a tile's packing is
+// shared by enough tokens.
+constexpr int kGemvMaxTokens = 3;
+// How far ahead of the bytes in use streaming reads prefetch (row-wise
+// kernels, tile staging).
+constexpr size_t kPrefetchBytes = 4096;
+constexpr int kSbBlock = 4;  // super-blocks packed at a time (~20 KiB)
+// Activation bytes per token chunk: the chunk's activations stay in L2 while
+// every row tile of the thread runs over them.
+constexpr size_t kTokenChunkBytes = 768 * 1024;
+
+// Offsets inside a Q8_K activation block.
+constexpr size_t kXQs = offsetof(BlockQ8_K, qs);
+constexpr size_t kXBsums = offsetof(BlockQ8_K, bsums);
+
+struct PackedQ4K {
+  __m512i q[kGroups];
+  __m512i sc[8];  // sub-block scale, int32
+  __m512i mm[8];  // sub-block min m as the int16 pair (m, m)
+  __m512 d, dmin;
+};
+
+struct PackedQ6K {
+  __m512i q[kGroups];
+  __m512i sc[16];  // sub-block scale, int32
+  __m512i nsc[8];  // int16 pairs (-32 sc_2i, -32 sc_2i+1)
+  __m512 d;
+};
+
+// Per-output running sums between super-block blocks.
+struct alignas(64) Accum {
+  __m512 sum;
+  __m512 min;  // Q4_K only
+};
+
+// The rows of a tile; rows past the weight's end repeat its last row (their
+// outputs are computed but never stored).
+struct RowTile {
+  const uint8_t* row[kRowTile];
+  int num_rows;
+};
+
+// Copies the tile's rows (contiguous in the weight) into *stage in address
+// order, prefetching kPrefetchBytes ahead, and returns the tile over the
+// copy. Packing 16 interleaved rows straight from DRAM streams at a fraction
+// of the bandwidth (per-row or next-tile prefetches did not fix it); the
+// copy is cheap next to packing and runs at the row-wise kernels' rate.
+RowTile stage_row_tile(const WeightView& w, int64_t r0, int64_t r_end,
+                       std::vector<uint8_t>* stage) {
+  RowTile t;
+  t.num_rows = static_cast<int>(std::min<int64_t>(kRowTile, r_end - r0));
+  const auto* wd = static_cast<const uint8_t*>(w.data);
+  const uint8_t* data_end = wd + static_cast<size_t>(w.rows) * w.row_bytes;
+  const uint8_t* src = wd + static_cast<size_t>(r0) * w.row_bytes;
+  const size_t bytes = static_cast<size_t>(t.num_rows) * w.row_bytes;
+  if (stage->size() < kRowTile * w.row_bytes) stage->resize(kRowTile * w.row_bytes);
+  uint8_t* dst = stage->data();
+  size_t o = 0;
+  for (; o + 64 <= bytes; o += 64) {
+    if (src + o + kPrefetchBytes < data_end) {
+      _mm_prefetch(reinterpret_cast<const char*>(src + o + kPrefetchBytes), _MM_HINT_T0);
+    }
+    _mm512_storeu_si512(dst + o, _mm512_loadu_si512(src + o));
+  }
+  std::memcpy(dst + o, src + o, bytes - o);
+  for (int j = 0; j < kRowTile; ++j) {
+    t.row[j] = dst + static_cast<size_t>(std::min(j, t.num_rows - 1)) * w.row_bytes;
+  }
+  return t;
+}
+
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// Broadcast of the activation dword at p (folds into vpdpbusd's {1to16}).
+inline __m512i bcast32(const uint8_t* p) {
+  return _mm512_set1_epi32(static_cast<int32_t>(load_u32(p)));
+}
+
+// ---------------------------------------------------------------------------
+// Transposes (lane j of every output belongs to row j).
+
+// r[j] holds 16 dwords of row j; afterwards r[k] holds dword k of every row.
+inline void transpose16x16(__m512i r[16]) {
+  __m512i t[16], u[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4i + k], 128-bit lane L: rows 4i..4i+3, dword 4L + k.
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  // For each k, a 4x4 transpose of 128-bit lanes across u[k], u[4+k], ...
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x88);
+    const __m512i v1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xDD);
+    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x88);
+    const __m512i v3 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xDD);
+    r[k] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+    r[4 + k] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+    r[8 + k] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
+    r[12 + k] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
+  }
+}
+
+// The four dwords at byte offset off of each row: out[k] lane j = row j's
+// dword k.
+inline void load_transpose16x4(const RowTile& rt, size_t off, __m512i out[4]) {
+  __m512i b[4];  // b[m], 128-bit lane L: row 4L + m
+#pragma GCC unroll 4
+  for (int m = 0; m < 4; ++m) {
+    const auto* p0 = reinterpret_cast<const __m128i*>(rt.row[m] + off);
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(p0));
+    v = _mm512_inserti32x4(
+        v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rt.row[4 + m] + off)), 1);
+    v = _mm512_inserti32x4(
+        v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rt.row[8 + m] + off)), 2);
+    v = _mm512_inserti32x4(
+        v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rt.row[12 + m] + off)), 3);
+    b[m] = v;
+  }
+  const __m512i a0 = _mm512_unpacklo_epi32(b[0], b[1]);
+  const __m512i a1 = _mm512_unpackhi_epi32(b[0], b[1]);
+  const __m512i a2 = _mm512_unpacklo_epi32(b[2], b[3]);
+  const __m512i a3 = _mm512_unpackhi_epi32(b[2], b[3]);
+  out[0] = _mm512_unpacklo_epi64(a0, a2);
+  out[1] = _mm512_unpackhi_epi64(a0, a2);
+  out[2] = _mm512_unpacklo_epi64(a1, a3);
+  out[3] = _mm512_unpackhi_epi64(a1, a3);
+}
+
+// Byte k (0..3) of every dword, zero-extended.
+inline __m512i byte_of(__m512i v, int k) {
+  return _mm512_and_si512(_mm512_srli_epi32(v, 8 * k), _mm512_set1_epi32(0xFF));
+}
+
+// ---------------------------------------------------------------------------
+// Q4_K
+
+void pack_q4_k(const RowTile& rt, int64_t b, PackedQ4K* p) {
+  const size_t off = static_cast<size_t>(b) * sizeof(BlockQ4_K);
+  // Header: dword 0 = d | dmin << 16, dwords 1..3 = the 12 scale bytes.
+  __m512i h[4];
+  load_transpose16x4(rt, off, h);
+  p->d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h[0]));
+  p->dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h[0], 16)));
+  // Byte k of sc_lo/mn_lo: sub-block k; of sc_hi/mn_hi: sub-block 4 + k
+  // (the bits of q4_k_scale_min).
+  const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f);
+  const __m512i m4 = _mm512_set1_epi32(0x0f0f0f0f);
+  const __m512i top2 = _mm512_set1_epi32(0x30303030);
+  const __m512i sc_lo = _mm512_and_si512(h[1], m6);
+  const __m512i mn_lo = _mm512_and_si512(h[2], m6);
+  const __m512i sc_hi = _mm512_or_si512(_mm512_and_si512(h[3], m4),
+                                        _mm512_and_si512(_mm512_srli_epi32(h[1], 2), top2));
+  const __m512i mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(h[3], 4), m4),
+                                        _mm512_and_si512(_mm512_srli_epi32(h[2], 2), top2));
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    p->sc[k] = byte_of(sc_lo, k);
+    p->sc[4 + k] = byte_of(sc_hi, k);
+    const __m512i m_lo = byte_of(mn_lo, k), m_hi = byte_of(mn_hi, k);
+    p->mm[k] = _mm512_or_si512(m_lo, _mm512_slli_epi32(m_lo, 16));
+    p->mm[4 + k] = _mm512_or_si512(m_hi, _mm512_slli_epi32(m_hi, 16));
+  }
+  // Quants: qs dword 8c + l (chunk c = 64 elements) holds elements
+  // 64c + 4l.. in its low nibbles and 64c + 32 + 4l.. in its high nibbles.
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 2
+  for (int half = 0; half < 2; ++half) {
+    __m512i r[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < kRowTile; ++j) {
+      r[j] = _mm512_loadu_si512(rt.row[j] + off + offsetof(BlockQ4_K, qs) + 64 * half);
+    }
+    transpose16x16(r);
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) {
+      const int c = 2 * half + k / 8, l = k % 8;
+      p->q[16 * c + l] = _mm512_and_si512(r[k], low4);
+      p->q[16 * c + 8 + l] = _mm512_and_si512(_mm512_srli_epi32(r[k], 4), low4);
+    }
+  }
+}
+
+// Adds super-block p (activation blocks xb[t]) to T tokens' sums.
+template <int T>
+[[gnu::always_inline]] inline void q4_k_sums(const PackedQ4K& p, const uint8_t* const* xb,
+                                             __m512* acc) {
+  const __m512i zero = _mm512_setzero_si512();
+  __m512 scale[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    scale[t] = _mm512_mul_ps(p.d, _mm512_set1_ps(reinterpret_cast<const BlockQ8_K*>(xb[t])->d));
+  }
+#pragma GCC unroll 1
+  for (int c = 0; c < 4; ++c) {
+    __m512i lo[T], hi[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) lo[t] = hi[t] = zero;
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+      const int il = 16 * c + g, ih = 16 * c + 8 + g;
+      const __m512i wl = p.q[il], wh = p.q[ih];
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        lo[t] = _mm512_dpbusd_epi32(lo[t], wl, bcast32(xb[t] + kXQs + 4 * il));
+        hi[t] = _mm512_dpbusd_epi32(hi[t], wh, bcast32(xb[t] + kXQs + 4 * ih));
+      }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m512i s = _mm512_add_epi32(_mm512_mullo_epi32(lo[t], p.sc[2 * c]),
+                                         _mm512_mullo_epi32(hi[t], p.sc[2 * c + 1]));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale[t], acc[t]);
+    }
+  }
+}
+
+template <int T>
+[[gnu::always_inline]] inline void q4_k_mins(const PackedQ4K& p, const uint8_t* const* xb,
+                                             __m512* acc) {
+  const __m512i zero = _mm512_setzero_si512();
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    const __m512 scale =
+        _mm512_mul_ps(p.dmin, _mm512_set1_ps(reinterpret_cast<const BlockQ8_K*>(xb[t])->d));
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      __m512i m = _mm512_dpwssd_epi32(zero, p.mm[2 * c], bcast32(xb[t] + kXBsums + 8 * c));
+      m = _mm512_dpwssd_epi32(m, p.mm[2 * c + 1], bcast32(xb[t] + kXBsums + 8 * c + 4));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), scale, acc[t]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Q6_K
+
+void pack_q6_k(const RowTile& rt, int64_t b, PackedQ6K* p) {
+  const size_t off = static_cast<size_t>(b) * sizeof(BlockQ6_K);
+  // Scales: 16 signed bytes per row.
+  __m512i s[4];
+  load_transpose16x4(rt, off + offsetof(BlockQ6_K, scales), s);
+#pragma GCC unroll 16
+  for (int g = 0; g < 16; ++g) {
+    p->sc[g] = _mm512_srai_epi32(_mm512_slli_epi32(s[g / 4], 24 - 8 * (g % 4)), 24);
+  }
+  const __m512i lo16 = _mm512_set1_epi32(0xFFFF);
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    const __m512i a = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(p->sc[2 * i], 5));
+    const __m512i c =
+        _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(p->sc[2 * i + 1], 5));
+    p->nsc[i] = _mm512_or_si512(_mm512_and_si512(a, lo16), _mm512_slli_epi32(c, 16));
+  }
+  alignas(32) uint16_t dh[kRowTile];
+  for (int j = 0; j < kRowTile; ++j) {
+    std::memcpy(&dh[j], rt.row[j] + off + offsetof(BlockQ6_K, d), sizeof(uint16_t));
+  }
+  p->d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dh)));
+  // High bits: qh bytes 32h + l, bits 2k..2k+1 for element 128h + 32k + l.
+  __m512i qh[16];
+#pragma GCC unroll 16
+  for (int j = 0; j < kRowTile; ++j) {
+    qh[j] = _mm512_loadu_si512(rt.row[j] + off + offsetof(BlockQ6_K, qh));
+  }
+  transpose16x16(qh);  // qh[8h + g]: bytes 32h + 4g..
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i bits45 = _mm512_set1_epi8(0x30);
+  // Low bits: ql dword 16h + i, i < 8: elements 128h + 4i.. (k = 0, low
+  // nibbles) and 128h + 64 + 4i.. (k = 2, high); i >= 8: k = 1 and k = 3.
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    __m512i ql[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < kRowTile; ++j) {
+      ql[j] = _mm512_loadu_si512(rt.row[j] + off + offsetof(BlockQ6_K, ql) + 64 * h);
+    }
+    transpose16x16(ql);
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+      const __m512i hb = qh[8 * h + g];
+      const __m512i h0 = _mm512_and_si512(_mm512_slli_epi32(hb, 4), bits45);
+      const __m512i h1 = _mm512_and_si512(_mm512_slli_epi32(hb, 2), bits45);
+      const __m512i h2 = _mm512_and_si512(hb, bits45);
+      const __m512i h3 = _mm512_and_si512(_mm512_srli_epi32(hb, 2), bits45);
+      // (a & 0x0F) | (b & ~0x0F): ternary-logic 0xE4 with c = low4.
+      p->q[32 * h + g] = _mm512_ternarylogic_epi32(ql[g], h0, low4, 0xE4);
+      p->q[32 * h + 8 + g] = _mm512_ternarylogic_epi32(ql[8 + g], h1, low4, 0xE4);
+      p->q[32 * h + 16 + g] =
+          _mm512_ternarylogic_epi32(_mm512_srli_epi32(ql[g], 4), h2, low4, 0xE4);
+      p->q[32 * h + 24 + g] =
+          _mm512_ternarylogic_epi32(_mm512_srli_epi32(ql[8 + g], 4), h3, low4, 0xE4);
+    }
+  }
+}
+
+template <int T>
+[[gnu::always_inline]] inline void q6_k_sums(const PackedQ6K& p, const uint8_t* const* xb,
+                                             __m512* acc) {
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i isum[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) isum[t] = zero;
+#pragma GCC unroll 2
+  for (int s = 0; s < 16; ++s) {
+    __m512i part[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) part[t] = zero;
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      const int i = 4 * s + g;
+      const __m512i w = p.q[i];
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        part[t] = _mm512_dpbusd_epi32(part[t], w, bcast32(xb[t] + kXQs + 4 * i));
+      }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(part[t], p.sc[s]));
+    }
+  }
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      isum[t] = _mm512_dpwssd_epi32(isum[t], p.nsc[i], bcast32(xb[t] + kXBsums + 4 * i));
+    }
+    // (d_w * d_x) * float(isum), then a separate add: the reference's order.
+    const __m512 scale = _mm512_mul_round_ps(
+        p.d, _mm512_set1_ps(reinterpret_cast<const BlockQ8_K*>(xb[t])->d), kRound);
+    acc[t] = _mm512_add_round_ps(
+        acc[t], _mm512_mul_round_ps(scale, _mm512_cvtepi32_ps(isum[t]), kRound), kRound);
+  }
+}
+
+// Q6_K for a few tokens, one row at a time in address order (see
+// kGemvMaxTokens): vector c holds elements 64c..64c+63 in order, so the
+// activations load as they are; each lane's four products fit int16, so the
+// sub-block scales apply with vpdpwssd; the per-block integer sum is reduced
+// horizontally and scaled as in q6_k_sums (same result bit for bit).
+template <int T>
+void q6_k_gemv(const WeightView& w, const uint8_t* const* x, float* const* y, int64_t r0,
+               int64_t r1) {
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  const int64_t nb = w.cols / kQK_K;
+  const auto* wd = static_cast<const uint8_t*>(w.data);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i bits45 = _mm512_set1_epi8(0x30);
+  // Shifts bringing qh bits 2k..2k+1 to bits 4..5: k = 0 | 1 and k = 2 | 3
+  // for the two 256-bit halves.
+  const __m512i shl_01 = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2);
+  const __m512i shr_23 = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
+  __m512i scale_idx[4];
+  for (int i = 0; i < 4; ++i) {
+    scale_idx[i] = _mm512_setr_epi32(4 * i, 4 * i, 4 * i, 4 * i, 4 * i + 1, 4 * i + 1, 4 * i + 1,
+                                     4 * i + 1, 4 * i + 2, 4 * i + 2, 4 * i + 2, 4 * i + 2,
+                                     4 * i + 3, 4 * i + 3, 4 * i + 3, 4 * i + 3);
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    const auto* blocks =
+        reinterpret_cast<const BlockQ6_K*>(wd + static_cast<size_t>(r) * w.row_bytes);
+    __m128 acc[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) acc[t] = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ6_K& blk = blocks[b];
+      const char* ahead = reinterpret_cast<const char*>(&blk) + kPrefetchBytes;
+      for (size_t o = 0; o < sizeof(BlockQ6_K); o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+      __m512i q[4];
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const __m512i ql = _mm512_loadu_si512(blk.ql + 64 * h);
+        const __m512i qh = _mm512_broadcast_i64x4(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * h)));
+        q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, low4),
+                                   _mm512_and_si512(_mm512_sllv_epi64(qh, shl_01), bits45));
+        q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                                       _mm512_and_si512(_mm512_srlv_epi64(qh, shr_23), bits45));
+      }
+      const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales));
+      // (sc, 0) int16 pairs per dword, so vpdpwssd multiplies by sc alone.
+      const __m512i sc32 = _mm512_and_si512(_mm512_cvtepi8_epi32(sc8), _mm512_set1_epi32(0xFFFF));
+      __m512i scv[4];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) scv[i] = _mm512_permutexvar_epi32(scale_idx[i], sc32);
+      const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+      const __m512i nsc = _mm512_castsi256_si512(
+          _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5)));
+      const __m128 d = _mm_set_ss(_cvtsh_ss(blk.d));
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* xb = x[t] + static_cast<size_t>(b) * sizeof(BlockQ8_K);
+        const __m512i bsums = _mm512_castsi256_si512(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + kXBsums)));
+        __m512i isum =
+            _mm512_dpwssd_epi32(zero, _mm512_zextsi256_si512(_mm512_castsi512_si256(nsc)),
+                                _mm512_zextsi256_si512(_mm512_castsi512_si256(bsums)));
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) {
+          const __m512i dot =
+              _mm512_dpbusd_epi32(zero, q[i], _mm512_loadu_si512(xb + kXQs + 64 * i));
+          isum = _mm512_dpwssd_epi32(isum, dot, scv[i]);
+        }
+        const int sumi = _mm512_reduce_add_epi32(isum);
+        const __m128 scale =
+            _mm_mul_round_ss(d, _mm_set_ss(reinterpret_cast<const BlockQ8_K*>(xb)->d), kRound);
+        acc[t] = _mm_add_round_ss(
+            acc[t], _mm_mul_round_ss(scale, _mm_cvtsi32_ss(_mm_setzero_ps(), sumi), kRound),
+            kRound);
+      }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) y[t][r] = _mm_cvtss_f32(acc[t]);
+  }
+}
+
+// Q4_K for a few tokens, one row at a time in address order: vector c holds
+// elements 64c..64c+63 in order (chunk c's low nibbles, then its high
+// nibbles), lanes 0..7 of sub-block 2c and 8..15 of 2c+1. The eight
+// sub-block dots are reduced horizontally next to the eight activation
+// pair sums (bsum_2j + bsum_2j+1), one vpmulld applies scales and mins, and
+// adjacent lanes give the pair sums S_c and M_c, accumulated as in
+// q4_k_sums / q4_k_mins (lane 0: sums, lane 1: mins).
+template <int T>
+void q4_k_gemv(const WeightView& w, const uint8_t* const* x, float* const* y, int64_t r0,
+               int64_t r1) {
+  const int64_t nb = w.cols / kQK_K;
+  const auto* wd = static_cast<const uint8_t*>(w.data);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i nibble_shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  // Sub-block j's sum sits in 128-bit lane j % 4, dword j / 4; then the pair sums.
+  const __m512i dots_and_bsums =
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 16, 17, 18, 19, 20, 21, 22, 23);
+  const __m512i interleave = _mm512_setr_epi32(0, 8, 2, 10, 4, 12, 6, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  for (int64_t r = r0; r < r1; ++r) {
+    const auto* blocks =
+        reinterpret_cast<const BlockQ4_K*>(wd + static_cast<size_t>(r) * w.row_bytes);
+    __m128 acc[T];  // [sum, min, -, -]
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[t] = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ4_K& blk = blocks[b];
+      const char* ahead = reinterpret_cast<const char*>(&blk) + kPrefetchBytes;
+      for (size_t o = 0; o < sizeof(BlockQ4_K); o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+      // The 6-bit scales and mins (q4_k_scale_min): lanes 0..7 sc_j, 8..15 m_j.
+      uint32_t u[3];
+      std::memcpy(u, blk.scales, sizeof(u));
+      const uint32_t sc_lo = u[0] & 0x3f3f3f3fu, mn_lo = u[1] & 0x3f3f3f3fu;
+      const uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+      const uint32_t mn_hi = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+      const __m512i scale_min = _mm512_cvtepu8_epi32(
+          _mm_set_epi64x(static_cast<int64_t>(mn_lo | static_cast<uint64_t>(mn_hi) << 32),
+                         static_cast<int64_t>(sc_lo | static_cast<uint64_t>(sc_hi) << 32)));
+      __m512i q[4];
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        const __m512i raw = _mm512_broadcast_i64x4(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * c)));
+        q[c] = _mm512_and_si512(_mm512_srlv_epi64(raw, nibble_shift), low4);
+      }
+      const __m128 d_dmin = _mm_setr_ps(_cvtsh_ss(blk.d), _cvtsh_ss(blk.dmin), 0.0f, 0.0f);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* xb = x[t] + static_cast<size_t>(b) * sizeof(BlockQ8_K);
+        __m512i dot[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+          dot[c] = _mm512_dpbusd_epi32(zero, q[c], _mm512_loadu_si512(xb + kXQs + 64 * c));
+        }
+        // 128-bit lane k: sub-block k's partials (u01), 4 + k's (u23).
+        const __m512i u01 = _mm512_add_epi32(_mm512_shuffle_i32x4(dot[0], dot[1], 0x88),
+                                             _mm512_shuffle_i32x4(dot[0], dot[1], 0xDD));
+        const __m512i u23 = _mm512_add_epi32(_mm512_shuffle_i32x4(dot[2], dot[3], 0x88),
+                                             _mm512_shuffle_i32x4(dot[2], dot[3], 0xDD));
+        __m512i v =
+            _mm512_add_epi32(_mm512_unpacklo_epi32(u01, u23), _mm512_unpackhi_epi32(u01, u23));
+        v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_BADC));
+        const __m256i pair_bsums = _mm256_madd_epi16(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + kXBsums)), ones16);
+        v = _mm512_permutex2var_epi32(v, dots_and_bsums, _mm512_castsi256_si512(pair_bsums));
+        v = _mm512_mullo_epi32(v, scale_min);
+        v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
+        const __m256 f =
+            _mm256_cvtepi32_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi32(interleave, v)));
+        const __m128 f01 = _mm256_castps256_ps128(f);    // [s0 m0 s1 m1]
+        const __m128 f23 = _mm256_extractf128_ps(f, 1);  // [s2 m2 s3 m3]
+        const __m128 scale =
+            _mm_mul_ps(d_dmin, _mm_set1_ps(reinterpret_cast<const BlockQ8_K*>(xb)->d));
+        acc[t] = _mm_fmadd_ps(f01, scale, acc[t]);
+        acc[t] = _mm_fmadd_ps(_mm_movehl_ps(f01, f01), scale, acc[t]);
+        acc[t] = _mm_fmadd_ps(f23, scale, acc[t]);
+        acc[t] = _mm_fmadd_ps(_mm_movehl_ps(f23, f23), scale, acc[t]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      y[t][r] = _mm_cvtss_f32(_mm_sub_ss(acc[t], _mm_movehdup_ps(acc[t])));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Driver.
+
+struct KindQ4K {
+  using Packed = PackedQ4K;
+  static void pack(const RowTile& rt, int64_t b, Packed* p) { pack_q4_k(rt, b, p); }
+  template <int T>
+  [[gnu::always_inline]] static void run(const Packed* p, int num_sb, const uint8_t* const* x0,
+                                         __m512* sum, __m512* min) {
+    const uint8_t* xb[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) xb[t] = x0[t];
+    for (int k = 0; k < num_sb; ++k) {
+      q4_k_sums<T>(p[k], xb, sum);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) xb[t] += sizeof(BlockQ8_K);
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) xb[t] = x0[t];
+    for (int k = 0; k < num_sb; ++k) {
+      q4_k_mins<T>(p[k], xb, min);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) xb[t] += sizeof(BlockQ8_K);
+    }
+  }
+  static __m512 finish(__m512 sum, __m512 min) {
+    return _mm512_sub_ps(sum, min);
+  }
+};
+
+struct KindQ6K {
+  using Packed = PackedQ6K;
+  static void pack(const RowTile& rt, int64_t b, Packed* p) { pack_q6_k(rt, b, p); }
+  template <int T>
+  [[gnu::always_inline]] static void run(const Packed* p, int num_sb, const uint8_t* const* x0,
+                                         __m512* sum, __m512*) {
+    const uint8_t* xb[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) xb[t] = x0[t];
+    for (int k = 0; k < num_sb; ++k) {
+      q6_k_sums<T>(p[k], xb, sum);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) xb[t] += sizeof(BlockQ8_K);
+    }
+  }
+  static __m512 finish(__m512 sum, __m512) {
+    return sum;
+  }
+};
+
+// T tokens of one row tile over num_sb packed super-blocks; acc holds the
+// running sums (zero before the first block).
+template <class Kind, int T>
+void run_tokens(const typename Kind::Packed* p, int num_sb, const uint8_t* const* x0, Accum* acc) {
+  __m512 sum[T], min[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    sum[t] = acc[t].sum;
+    min[t] = acc[t].min;
+  }
+  Kind::template run<T>(p, num_sb, x0, sum, min);
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    acc[t].sum = sum[t];
+    acc[t].min = min[t];
+  }
+}
+
+template <class Kind>
+using RunFn = void (*)(const typename Kind::Packed*, int, const uint8_t* const*, Accum*);
+
+template <class Kind, int... Ts>
+constexpr auto make_run_table(std::integer_sequence<int, Ts...>) {
+  return std::array<RunFn<Kind>, sizeof...(Ts)>{&run_tokens<Kind, Ts + 1>...};
+}
+
+template <class Kind>
+void matmul_kind(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
+                 int64_t r0, int64_t r1) {
+  using Packed = typename Kind::Packed;
+  static constexpr auto kRun = make_run_table<Kind>(std::make_integer_sequence<int, kTokenTile>{});
+  const int64_t nb = w.cols / kQK_K;
+  thread_local std::vector<Packed> packed;
+  thread_local std::vector<Accum> accs;
+  thread_local std::vector<uint8_t> stage;
+  if (packed.size() < static_cast<size_t>(kSbBlock)) packed.resize(kSbBlock);
+  const int64_t chunk = std::max<int64_t>(
+      kTokenTile, static_cast<int64_t>(kTokenChunkBytes / std::max<size_t>(1, x_row_bytes)) /
+                      kTokenTile * kTokenTile);
+  if (accs.size() < static_cast<size_t>(std::min(n, chunk))) accs.resize(std::min(n, chunk));
+  for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const int64_t t1 = std::min(n, t0 + chunk);
+    for (int64_t r = r0; r < r1; r += kRowTile) {
+      const RowTile rt = stage_row_tile(w, r, r1, &stage);
+      std::memset(static_cast<void*>(accs.data()), 0, sizeof(Accum) * (t1 - t0));
+      for (int64_t b0 = 0; b0 < nb; b0 += kSbBlock) {
+        const int num_sb = static_cast<int>(std::min<int64_t>(kSbBlock, nb - b0));
+        for (int k = 0; k < num_sb; ++k) Kind::pack(rt, b0 + k, &packed[k]);
+        for (int64_t t = t0; t < t1; t += kTokenTile) {
+          const int toks = static_cast<int>(std::min<int64_t>(kTokenTile, t1 - t));
+          const uint8_t* x0[kTokenTile];
+          for (int i = 0; i < toks; ++i) {
+            x0[i] = x_enc + static_cast<size_t>(t + i) * x_row_bytes +
+                    static_cast<size_t>(b0) * sizeof(BlockQ8_K);
+          }
+          kRun[toks - 1](packed.data(), num_sb, x0, accs.data() + (t - t0));
+        }
+      }
+      const __mmask16 mask = static_cast<__mmask16>((1u << rt.num_rows) - 1);
+      for (int64_t t = t0; t < t1; ++t) {
+        const Accum& a = accs[t - t0];
+        _mm512_mask_storeu_ps(y + t * w.rows + r, mask, Kind::finish(a.sum, a.min));
+      }
+    }
+  }
+}
+
+// Row-wise kernels by token count, 1..kGemvMaxTokens.
+using GemvFn = void (*)(const WeightView&, const uint8_t* const*, float* const*, int64_t, int64_t);
+
+template <int... Ts>
+constexpr std::array<GemvFn, sizeof...(Ts)> q4_k_gemv_table(std::integer_sequence<int, Ts...>) {
+  return {&q4_k_gemv<Ts + 1>...};
+}
+template <int... Ts>
+constexpr std::array<GemvFn, sizeof...(Ts)> q6_k_gemv_table(std::integer_sequence<int, Ts...>) {
+  return {&q6_k_gemv<Ts + 1>...};
+}
+
+}  // namespace
+
+bool matmul_supports(DType weight_type) {
+  return weight_type == DType::kQ4_K || weight_type == DType::kQ6_K;
+}
+
+size_t activation_row_bytes(DType weight_type, int64_t cols) {
+  return vec_dot::activation_row_bytes(weight_type, cols);
+}
+
+void encode_activation_row(DType weight_type, const float* x, int64_t cols, void* dst) {
+  avx2::encode_activation_row(weight_type, x, cols, dst);
+}
+
+void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end) {
+  const int64_t tiles = (rows + kRowTile - 1) / kRowTile;
+  int64_t tb, te;
+  split_range(tiles, ith, nth, &tb, &te);
+  *begin = std::min(rows, tb * kRowTile);
+  *end = std::min(rows, te * kRowTile);
+}
+
+void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
+                 int64_t row_begin, int64_t row_end) {
+  if (row_begin >= row_end || n <= 0) return;
+  if (w.type != DType::kQ4_K && w.type != DType::kQ6_K) return;
+  const bool is_q4_k = w.type == DType::kQ4_K;
+  if (n > kGemvMaxTokens) {
+    if (is_q4_k) {
+      matmul_kind<KindQ4K>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
+    } else {
+      matmul_kind<KindQ6K>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
+    }
+    return;
+  }
+  const uint8_t* x[kGemvMaxTokens];
+  float* out[kGemvMaxTokens];
+  for (int64_t t = 0; t < n; ++t) {
+    x[t] = x_enc + static_cast<size_t>(t) * x_row_bytes;
+    out[t] = y + t * w.rows;
+  }
+  static constexpr auto kQ4K = q4_k_gemv_table(std::make_integer_sequence<int, kGemvMaxTokens>{});
+  static constexpr auto kQ6K = q6_k_gemv_table(std::make_integer_sequence<int, kGemvMaxTokens>{});
+  (is_q4_k ? kQ4K : kQ6K)[n - 1](w, x, out, row_begin, row_end);
+}
+
+}  // namespace strata::avx512_kquant

@@ -1,0 +1,237 @@
+// The AVX-512 VNNI Q4_K / Q6_K matmul (kernels/matmul_kquant_avx512.h),
+// called directly: its activation encoding is vec_dot's Q8_K byte for byte;
+// every output is bit-identical to vec_dot::dot_ref (the header's rounding
+// order) on row-tile and token-tile tails and with extreme quants, on both
+// the row-wise (n <= 3) and the tiled paths; and an output does not depend
+// on n, the token's place in a tile, or how rows are split between threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/dispatch.h"
+#include "kernels/matmul_kquant_avx512.h"
+#include "kernels/quant.h"
+#include "kernels/vec_dot.h"
+#include "test_support.h"
+#include "util/thread_pool.h"
+
+namespace strata {
+namespace {
+
+namespace kq = avx512_kquant;
+using testing::random_floats;
+
+bool has_vnni() {
+  return detected_kernel_isa() == KernelIsa::kAvx512Vnni;
+}
+
+struct Weight {
+  std::vector<uint8_t> bytes;
+  WeightView view;
+};
+
+// Random weights, plus extreme blocks: Q4_K block 0 of row 0 with every
+// nibble 15 and every scale and min 63, block 0 of the last row with every
+// nibble 0; Q6_K block 0 of row 0 with every quant 63 (q - 32 = 31) and
+// scales -128, the last row's block 0 with every quant 0 (-32) and scales 127.
+Weight make_weight(DType t, int64_t rows, int64_t cols, uint32_t seed) {
+  Weight w;
+  const auto src = random_floats(rows * cols, seed, 0.1f);
+  w.bytes = quantize_rows(t, src.data(), rows, cols);
+  const size_t row_bytes = dtype_row_bytes(t, cols);
+  uint8_t* first = w.bytes.data();
+  uint8_t* last = w.bytes.data() + (rows - 1) * row_bytes;
+  if (t == DType::kQ4_K) {
+    auto* b0 = reinterpret_cast<BlockQ4_K*>(first);
+    std::memset(b0->qs, 0xFF, sizeof(b0->qs));
+    std::memset(b0->scales, 0xFF, sizeof(b0->scales));
+    if (rows > 1) std::memset(reinterpret_cast<BlockQ4_K*>(last)->qs, 0x00, 128);
+  } else {
+    auto* b0 = reinterpret_cast<BlockQ6_K*>(first);
+    std::memset(b0->ql, 0xFF, sizeof(b0->ql));
+    std::memset(b0->qh, 0xFF, sizeof(b0->qh));
+    std::memset(b0->scales, 0x80, sizeof(b0->scales));
+    if (rows > 1) {
+      auto* bl = reinterpret_cast<BlockQ6_K*>(last);
+      std::memset(bl->ql, 0x00, sizeof(bl->ql));
+      std::memset(bl->qh, 0x00, sizeof(bl->qh));
+      std::memset(bl->scales, 0x7F, sizeof(bl->scales));
+    }
+  }
+  w.view = {t, rows, cols, w.bytes.data(), row_bytes};
+  return w;
+}
+
+std::vector<float> make_x(int64_t n, int64_t cols, uint32_t seed) {
+  auto x = random_floats(n * cols, seed);
+  x[0] = 5.0f;                     // a block whose absmax quantizes to +127 ...
+  if (n > 1) x[cols + 1] = -5.0f;  // ... and one to -127
+  return x;
+}
+
+std::vector<uint8_t> encode(DType t, const std::vector<float>& x, int64_t n, int64_t cols) {
+  const size_t row_bytes = kq::activation_row_bytes(t, cols);
+  std::vector<uint8_t> enc(row_bytes * n);
+  for (int64_t i = 0; i < n; ++i) {
+    kq::encode_activation_row(t, x.data() + i * cols, cols, enc.data() + i * row_bytes);
+  }
+  return enc;
+}
+
+// The kernel over n tokens, rows split as split_rows gives nth threads
+// (run one after another on this thread).
+std::vector<float> run(const WeightView& w, const uint8_t* x_enc, int64_t n, int nth) {
+  const size_t x_row_bytes = kq::activation_row_bytes(w.type, w.cols);
+  std::vector<float> y(n * w.rows, NAN);
+  for (int ith = 0; ith < nth; ++ith) {
+    int64_t begin, end;
+    kq::split_rows(w.rows, ith, nth, &begin, &end);
+    kq::matmul_rows(w, x_enc, x_row_bytes, n, y.data(), begin, end);
+  }
+  return y;
+}
+
+std::vector<float> reference(const WeightView& w, const uint8_t* x_enc, int64_t n) {
+  const size_t x_row_bytes = vec_dot::activation_row_bytes(w.type, w.cols);
+  std::vector<float> y(n * w.rows);
+  const auto* wd = static_cast<const uint8_t*>(w.data);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t r = 0; r < w.rows; ++r) {
+      y[t * w.rows + r] =
+          vec_dot::dot_ref(w.type, wd + r * w.row_bytes, x_enc + t * x_row_bytes, w.cols);
+    }
+  }
+  return y;
+}
+
+bool same_bits(float a, float b) {
+  uint32_t ua, ub;
+  std::memcpy(&ua, &a, 4);
+  std::memcpy(&ub, &b, 4);
+  return ua == ub;
+}
+
+TEST(MatmulKQuantAvx512, EncodingIsVecDotQ8K) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  const int64_t cols = 3 * kQK_K;
+  auto x = random_floats(cols, 3);
+  x[5] = 0.0f;
+  for (DType t : {DType::kQ4_K, DType::kQ6_K}) {
+    EXPECT_TRUE(kq::matmul_supports(t));
+    const size_t bytes = vec_dot::activation_row_bytes(t, cols);
+    ASSERT_EQ(kq::activation_row_bytes(t, cols), bytes);
+    std::vector<uint8_t> want(bytes), got(bytes);
+    vec_dot::encode_activation_row(t, x.data(), cols, want.data());
+    kq::encode_activation_row(t, x.data(), cols, got.data());
+    EXPECT_EQ(got, want) << dtype_name(t);
+  }
+  EXPECT_FALSE(kq::matmul_supports(DType::kQ4_0));
+  EXPECT_FALSE(kq::matmul_supports(DType::kF32));
+}
+
+TEST(MatmulKQuantAvx512, BitIdenticalToReferenceOnOddShapes) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  for (DType t : {DType::kQ4_K, DType::kQ6_K}) {
+    for (int64_t cols : {kQK_K, 5 * kQK_K, 2048}) {
+      for (int64_t rows : {1, 15, 16, 17, 45}) {
+        const Weight w = make_weight(t, rows, cols, static_cast<uint32_t>(rows * 7 + cols));
+        for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33}) {
+          const auto x = make_x(n, cols, static_cast<uint32_t>(n * 13 + cols));
+          const auto enc = encode(t, x, n, cols);
+          const auto want = reference(w.view, enc.data(), n);
+          const auto got = run(w.view, enc.data(), n, 1);
+          for (int64_t i = 0; i < n * rows; ++i) {
+            ASSERT_TRUE(same_bits(got[i], want[i]))
+                << dtype_name(t) << " rows=" << rows << " cols=" << cols << " n=" << n
+                << " t=" << i / rows << " r=" << i % rows << " got " << got[i] << " want "
+                << want[i];
+          }
+        }
+      }
+    }
+  }
+}
+
+// TinyLlama's FFN-down width: more super-blocks than one packed block, and
+// more tokens than one activation chunk.
+TEST(MatmulKQuantAvx512, BitIdenticalToReferenceAcrossChunks) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  for (DType t : {DType::kQ4_K, DType::kQ6_K}) {
+    const int64_t rows = 19, cols = 5632, n = 131;
+    const Weight w = make_weight(t, rows, cols, 77);
+    const auto x = make_x(n, cols, 78);
+    const auto enc = encode(t, x, n, cols);
+    const auto want = reference(w.view, enc.data(), n);
+    const auto got = run(w.view, enc.data(), n, 2);
+    for (int64_t i = 0; i < n * rows; ++i) {
+      ASSERT_TRUE(same_bits(got[i], want[i]))
+          << dtype_name(t) << " t=" << i / rows << " r=" << i % rows;
+    }
+  }
+}
+
+TEST(MatmulKQuantAvx512, EveryOutputIsIndependentOfNAndTileAndSplit) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  for (DType t : {DType::kQ4_K, DType::kQ6_K}) {
+    const int64_t rows = 45, cols = 1024, n = 37;
+    const Weight w = make_weight(t, rows, cols, 5);
+    const auto x = make_x(n, cols, 6);
+    const auto enc = encode(t, x, n, cols);
+    const size_t x_row_bytes = kq::activation_row_bytes(t, cols);
+    const auto all = run(w.view, enc.data(), n, 1);
+    // Each token alone (n = 1), and every suffix of the batch (the token
+    // lands at another place in its tile).
+    for (int64_t i = 0; i < n; ++i) {
+      const auto one = run(w.view, enc.data() + i * x_row_bytes, 1, 1);
+      for (int64_t r = 0; r < rows; ++r) {
+        ASSERT_TRUE(same_bits(one[r], all[i * rows + r])) << dtype_name(t) << " t=" << i;
+      }
+    }
+    for (int64_t skip : {1, 3, 5}) {
+      const auto part = run(w.view, enc.data() + skip * x_row_bytes, n - skip, 1);
+      for (int64_t i = 0; i < (n - skip) * rows; ++i) {
+        ASSERT_TRUE(same_bits(part[i], all[skip * rows + i])) << dtype_name(t) << " skip=" << skip;
+      }
+    }
+    // Thread splits, including ranges that cut a 16-row tile.
+    for (int nth : {2, 3, 4}) {
+      const auto split = run(w.view, enc.data(), n, nth);
+      for (int64_t i = 0; i < n * rows; ++i) ASSERT_TRUE(same_bits(split[i], all[i]));
+    }
+    std::vector<float> cut(n * rows, NAN);
+    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 7}, {7, 30}, {30, 31}, {31, rows}}) {
+      kq::matmul_rows(w.view, enc.data(), x_row_bytes, n, cut.data(), begin, end);
+    }
+    for (int64_t i = 0; i < n * rows; ++i) ASSERT_TRUE(same_bits(cut[i], all[i]));
+    // The same on a thread pool (each worker's own scratch).
+    ThreadPool pool(2);
+    std::vector<float> pooled(n * rows, NAN);
+    pool.run([&](int ith, int nth) {
+      int64_t begin, end;
+      kq::split_rows(rows, ith, nth, &begin, &end);
+      kq::matmul_rows(w.view, enc.data(), x_row_bytes, n, pooled.data(), begin, end);
+    });
+    for (int64_t i = 0; i < n * rows; ++i) ASSERT_TRUE(same_bits(pooled[i], all[i]));
+  }
+}
+
+TEST(MatmulKQuantAvx512, SplitRowsAlignsToTiles) {
+  for (int64_t rows : {1, 16, 45, 2048}) {
+    for (int nth : {1, 2, 3}) {
+      int64_t prev_end = 0;
+      for (int ith = 0; ith < nth; ++ith) {
+        int64_t begin, end;
+        kq::split_rows(rows, ith, nth, &begin, &end);
+        EXPECT_EQ(begin, prev_end);
+        EXPECT_TRUE(begin % 16 == 0 || begin == rows);
+        prev_end = end;
+      }
+      EXPECT_EQ(prev_end, rows);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata
