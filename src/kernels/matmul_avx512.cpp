@@ -242,6 +242,17 @@ struct TilePrefetch {
 // How many blocks ahead each row of the tile being read is fetched into L1.
 constexpr int64_t kL1AheadBlocks = 2;
 
+// This tile's rows a few blocks ahead into L1 (every other block): sixteen
+// L1 misses per block would otherwise wait on L2 one after another.
+inline void prefetch_rows_ahead(const RowTile& rt, int64_t b, size_t block_bytes) {
+  if ((b & 1) != 0) return;
+#pragma GCC unroll 16
+  for (int j = 0; j < kRowTile; ++j) {
+    _mm_prefetch(reinterpret_cast<const char*>(rt.row[j]) + (b + kL1AheadBlocks) * block_bytes,
+                 _MM_HINT_T0);
+  }
+}
+
 template <int T, class LoadFn>
 __attribute__((flatten)) void direct_tile(const RowTile& rt, int64_t nb, const uint8_t* const* x,
                                           float* out, int64_t out_stride, LoadFn load,
@@ -251,15 +262,7 @@ __attribute__((flatten)) void direct_tile(const RowTile& rt, int64_t nb, const u
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     prefetch(b);
-    if ((b & 1) == 0) {
-      // And this tile's rows a few blocks ahead into L1: sixteen L1 misses
-      // per block would otherwise wait on L2 one after another.
-#pragma GCC unroll 16
-      for (int j = 0; j < kRowTile; ++j) {
-        _mm_prefetch(reinterpret_cast<const char*>(rt.row[j]) + (b + kL1AheadBlocks) * block_bytes,
-                     _MM_HINT_T0);
-      }
-    }
+    prefetch_rows_ahead(rt, b, block_bytes);
     TileBlock wb;
     load(rt, b, &wb);
     accumulate_block<T>(wb, x, nb, b, acc);
@@ -333,6 +336,7 @@ void matmul_tiles(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
     if (pack) {
       for (int64_t b = 0; b < nb; ++b) {
         prefetch(b);
+        prefetch_rows_ahead(rt, b, kBlockBytes);
         load(rt, b, &packed[b]);
       }
     }

@@ -1,7 +1,7 @@
 // AVX-512 FMA matmul for F32 / F16 / BF16 weights; see the header for the
 // rounding order. A register tile is 4 weight rows x up to 4 tokens: each
 // 16-column step loads (and widens) four weight vectors and up to four
-// activation vectors and issues up to sixteen FMAs. Tokens are walked in
+// activation vectors and issues up to 24 FMAs. Tokens are walked in
 // chunks whose activations stay in L2 while a thread's rows stream past.
 #include "kernels/matmul_float_avx512.h"
 
@@ -23,11 +23,12 @@ namespace strata::avx512_float {
 namespace {
 
 constexpr int kRows = 4;    // weight rows per register tile
-constexpr int kTokens = 4;  // tokens per register tile
+constexpr int kTokens = 6;  // tokens per register tile
 // Activation bytes a token chunk may take (about half of a Zen L2).
 constexpr size_t kChunkBytes = size_t{512} << 10;
 
 struct LoadF32 {
+  static constexpr int kElemBytes = 4;
   static __m512 load(const void* p, int64_t k) {
     return _mm512_loadu_ps(static_cast<const float*>(p) + k);
   }
@@ -36,6 +37,7 @@ struct LoadF32 {
   }
 };
 struct LoadF16 {
+  static constexpr int kElemBytes = 2;
   static __m512 load(const void* p, int64_t k) {
     return _mm512_cvtph_ps(
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(p) + k)));
@@ -45,6 +47,7 @@ struct LoadF16 {
   }
 };
 struct LoadBF16 {
+  static constexpr int kElemBytes = 2;
   static __m512 widen(__m256i h) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
@@ -57,21 +60,31 @@ struct LoadBF16 {
   }
 };
 
-// out[t * out_stride + r] for R rows x T tokens.
+// out[t * out_stride + r] for R rows x T tokens. `next` (may be null) is
+// the start of the next row tile's bytes: it is prefetched R times as fast
+// as these rows are read, so it is in cache when its turn comes (DRAM-bound
+// decode).
 template <class Load, int R, int T>
 __attribute__((flatten)) void tile(const void* const* w, const float* const* x, int64_t cols,
-                                   float* out, int64_t out_stride) {
+                                   float* out, int64_t out_stride, const char* next) {
   __m512 acc[R][T];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   const int64_t full = cols / 16 * 16;
+  constexpr int kStepBytes = R * 16 * Load::kElemBytes;
   for (int64_t k = 0; k < full; k += 16) {
+    if (next != nullptr) {
+#pragma GCC unroll 8
+      for (int o = 0; o < kStepBytes; o += 64) {
+        _mm_prefetch(next + k * R * Load::kElemBytes + o, _MM_HINT_T0);
+      }
+    }
     __m512 wv[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) wv[r] = Load::load(w[r], k);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const __m512 xv = _mm512_loadu_ps(x[t] + k);
 #pragma GCC unroll 4
@@ -83,7 +96,7 @@ __attribute__((flatten)) void tile(const void* const* w, const float* const* x, 
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m512 wv = Load::load_tail(w[r], full, m);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         acc[r][t] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x[t] + full), acc[r][t]);
       }
@@ -91,25 +104,31 @@ __attribute__((flatten)) void tile(const void* const* w, const float* const* x, 
   }
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) out[t * out_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
 template <class Load, int R>
 void tile_tokens(int toks, const void* const* w, const float* const* x, int64_t cols, float* out,
-                 int64_t out_stride) {
+                 int64_t out_stride, const char* next = nullptr) {
   switch (toks) {
     case 1:
-      tile<Load, R, 1>(w, x, cols, out, out_stride);
+      tile<Load, R, 1>(w, x, cols, out, out_stride, next);
       break;
     case 2:
-      tile<Load, R, 2>(w, x, cols, out, out_stride);
+      tile<Load, R, 2>(w, x, cols, out, out_stride, next);
       break;
     case 3:
-      tile<Load, R, 3>(w, x, cols, out, out_stride);
+      tile<Load, R, 3>(w, x, cols, out, out_stride, next);
+      break;
+    case 4:
+      tile<Load, R, 4>(w, x, cols, out, out_stride, next);
+      break;
+    case 5:
+      tile<Load, R, 5>(w, x, cols, out, out_stride, next);
       break;
     default:
-      tile<Load, R, 4>(w, x, cols, out, out_stride);
+      tile<Load, R, 6>(w, x, cols, out, out_stride, next);
       break;
   }
 }
@@ -154,8 +173,14 @@ void matmul_typed(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
           xr[i] = reinterpret_cast<const float*>(x_enc + static_cast<size_t>(t + i) * x_row_bytes);
         }
         float* out = y + t * w.rows + r;
+        // Prefetch the next tile on the first token tile only (weights are
+        // then in cache for the rest of the chunk).
+        const char* next =
+            t == t0 && r + 2 * kRows <= r1
+                ? reinterpret_cast<const char*>(wd) + static_cast<size_t>(r + kRows) * w.row_bytes
+                : nullptr;
         if (rows == kRows) {
-          tile_tokens<Load, kRows>(toks, wr, xr, w.cols, out, w.rows);
+          tile_tokens<Load, kRows>(toks, wr, xr, w.cols, out, w.rows, next);
         } else {
           for (int i = 0; i < rows; ++i)
             tile_tokens<Load, 1>(toks, wr + i, xr, w.cols, out + i, w.rows);
