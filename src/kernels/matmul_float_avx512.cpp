@@ -1,6 +1,6 @@
 // AVX-512 FMA matmul for F32 / F16 / BF16 weights; see the header for the
-// rounding order. A register tile is 4 weight rows x up to 4 tokens: each
-// 16-column step loads (and widens) four weight vectors and up to four
+// rounding order. A register tile is 4 weight rows x up to 6 tokens: each
+// 16-column step loads (and widens) four weight vectors and up to six
 // activation vectors and issues up to 24 FMAs. Tokens are walked in
 // chunks whose activations stay in L2 while a thread's rows stream past.
 #include "kernels/matmul_float_avx512.h"
