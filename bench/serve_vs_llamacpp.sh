@@ -6,7 +6,8 @@
 #
 #   LLAMA_SERVER=/path/to/llama-server bench/serve_vs_llamacpp.sh [BUILD_DIR]
 #   env: MODEL (default: the TinyLlama-1.1B shape in Q8_0, as scripts/bench.sh
-#        writes it), CTX=8192, THREADS=2, OUT=/tmp/serve_vs_llamacpp
+#        writes it), CTX=8192, THREADS=2, OUT=/tmp/serve_vs_llamacpp,
+#        CASES="c4 c8 r16"
 #
 # Loads (issue #5): 16 requests of 200 prompt tokens and 64 output tokens with
 # 4 concurrent clients (llama-server with 4 slots) and with 8 (8 slots); then
@@ -43,6 +44,9 @@ KV_PER_TOKEN=$(node --input-type=module -e '
   console.log(m[`${a}.block_count`] * 2 * kv * hd * 2);' "$MODEL")
 KV_BYTES=$((CTX * KV_PER_TOKEN))
 PORT=18180  # each server gets the next port (a stopped one may linger)
+SERVER_PID=""
+trap '[ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null || true' EXIT
+CASES=${CASES:-c4 c8 r16}
 
 wait_up() {  # url pid
   for _ in $(seq 1 600); do
@@ -64,6 +68,7 @@ serve_strata() {  # name concurrency num_prompts input output
   "$STRATA" serve -m "$MODEL" --port $PORT -t "$THREADS" --kv-cache-memory "$KV_BYTES" \
     --max-model-len "$CTX" --log-interval 0 >"$OUT/strata-$1.log" 2>&1 &
   local pid=$!
+  SERVER_PID=$pid
   wait_up "http://127.0.0.1:$PORT" $pid || { cat "$OUT/strata-$1.log"; exit 1; }
   run_load "strata-$1" "http://127.0.0.1:$PORT" "$2" "$3" "$4" "$5"
   kill $pid; wait $pid 2>/dev/null || true
@@ -74,18 +79,20 @@ serve_llama() {  # name slots concurrency num_prompts input output
   "$LLAMA_SERVER" -m "$MODEL" --port $PORT -t "$THREADS" -c "$CTX" -np "$2" -fa off \
     >"$OUT/llama-$1.log" 2>&1 &
   local pid=$!
+  SERVER_PID=$pid
   wait_up "http://127.0.0.1:$PORT" $pid || { tail -20 "$OUT/llama-$1.log"; exit 1; }
   run_load "llama-$1" "http://127.0.0.1:$PORT" "$3" "$4" "$5" "$6"
   kill $pid; wait $pid 2>/dev/null || true
 }
 
 echo "model $MODEL, $THREADS threads, KV $CTX tokens ($KV_BYTES bytes), results in $OUT"
-serve_llama c4 4 4 16 200 64
-serve_strata c4 4 16 200 64
-serve_llama c8 8 8 16 200 64
-serve_strata c8 8 16 200 64
-serve_llama r16 16 16 16 256 128
-serve_strata r16 16 16 256 128
+for c in $CASES; do
+  case $c in
+    c4) serve_llama c4 4 4 16 200 64; serve_strata c4 4 16 200 64 ;;
+    c8) serve_llama c8 8 8 16 200 64; serve_strata c8 8 16 200 64 ;;
+    r16) serve_llama r16 16 16 16 256 128; serve_strata r16 16 16 256 128 ;;
+  esac
+done
 
 python3 - "$OUT" <<'PY'
 import json, sys
@@ -93,8 +100,11 @@ out = sys.argv[1]
 def load(n):
     return json.load(open(f"{out}/{n}.json"))
 print(f"{'load':<28} {'engine':<13} {'out tok/s':>10} {'mean TTFT s':>12} {'mean TPOT ms':>13} {'p99 TPOT ms':>12} {'failed':>7}")
+import os
 for case, desc in [("c4", "200/64, 4 clients (4 slots)"), ("c8", "200/64, 8 clients (8 slots)"),
                    ("r16", "256/128, 16 clients (16 sl.)")]:
+    if not os.path.exists(f"{out}/strata-{case}.json"):
+        continue
     rows = {}
     for eng in ("llama", "strata"):
         r = load(f"{eng}-{case}")
