@@ -32,10 +32,11 @@ struct EngineOptions {
   // idle + k * c for k prompt tokens; keeping the streams' ITL <= 3x idle
   // allows k <= 2 * idle / c, and then the prompt advances at 2 / (3c), i.e.
   // its TTFT is exactly 1.5x solo when chunks cost what a solo prefill does.
-  // They cost more (small GEMMs): on an idle AVX-512 host, idle ITL 86 ms,
-  // solo TTFT 28.3 s; chunk 16: p99 ITL 4.7x, TTFT 2.6x; 32: 6.3x, 1.7x;
-  // 64: 10.3x, 1.3x. 24 favours the streams. GPU servers use 2048+; on this
-  // CPU that freezes the streams for tens of seconds.
+  // They cost more (small GEMMs, and each long-context token's attention):
+  // measured with the AVX-512 kernels, idle ITL 31 ms, solo TTFT 17.9 s;
+  // chunk 16: p99 ITL 5.2x, TTFT 1.84x; 24: 6.4x, 1.48x; 32: 8.3x, 1.30x;
+  // 64: 14x, 1.10x. 24 is the smallest chunk with TTFT <= 1.5x solo. GPU
+  // servers use 2048+; on this CPU that freezes the streams for seconds.
   int64_t max_prefill_tokens = 24;
   // Most requests running at once (--max-num-seqs).
   int32_t max_num_seqs = 256;
