@@ -133,10 +133,6 @@ void tile_tokens(int toks, const void* const* w, const float* const* x, int64_t 
   }
 }
 
-template <class Load>
-void matmul_widened(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
-                    float* y, int64_t r0, int64_t r1);
-
 // A thread-local fp32 copy of a row tile, 64-byte aligned, reused across
 // calls (no allocation after warm-up).
 float* widened_scratch(size_t floats) {
@@ -146,26 +142,38 @@ float* widened_scratch(size_t floats) {
   return buffer.data() + ((64 - addr % 64) % 64) / sizeof(float);
 }
 
-template <class Load>
-void matmul_typed(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
-                  float* y, int64_t r0, int64_t r1) {
-  // With many tokens, 16-bit weights are widened once per row tile and
-  // chunk (exactly, so the rounding is unchanged), not once per token tile.
-  if constexpr (!std::is_same_v<Load, LoadF32>) {
-    if (n > 2 * kTokens) {
-      matmul_widened<Load>(w, x_enc, x_row_bytes, n, y, r0, r1);
-      return;
-    }
-  }
+// Rows [r0, r1) x all n tokens, in token chunks whose activations stay in
+// L2. kWiden: each row tile is first widened to fp32 (exactly, so the
+// rounding is unchanged) and the tiles read that copy; otherwise they read
+// the weights in place and prefetch the next row tile.
+template <class Load, bool kWiden>
+void matmul_chunks(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
+                   float* y, int64_t r0, int64_t r1) {
+  using TileLoad = std::conditional_t<kWiden, LoadF32, Load>;
   const auto* wd = static_cast<const uint8_t*>(w.data);
   const int64_t chunk = std::max<int64_t>(
       kTokens, static_cast<int64_t>(kChunkBytes / x_row_bytes) / kTokens * kTokens);
+  const int64_t padded = (w.cols + 15) / 16 * 16;
+  float* wide = kWiden ? widened_scratch(static_cast<size_t>(kRows * padded)) : nullptr;
   for (int64_t t0 = 0; t0 < n; t0 += chunk) {
     const int64_t t1 = std::min(n, t0 + chunk);
     for (int64_t r = r0; r < r1; r += kRows) {
       const int rows = static_cast<int>(std::min<int64_t>(kRows, r1 - r));
       const void* wr[kRows];
-      for (int i = 0; i < rows; ++i) wr[i] = wd + static_cast<size_t>(r + i) * w.row_bytes;
+      for (int i = 0; i < rows; ++i) {
+        const void* src = wd + static_cast<size_t>(r + i) * w.row_bytes;
+        if constexpr (kWiden) {
+          float* dst = wide + i * padded;
+          int64_t k = 0;
+          for (; k + 16 <= w.cols; k += 16) _mm512_store_ps(dst + k, Load::load(src, k));
+          if (k < w.cols) {
+            const auto m = static_cast<__mmask16>((1u << (w.cols - k)) - 1u);
+            _mm512_store_ps(dst + k, Load::load_tail(src, k, m));
+          }
+          src = dst;
+        }
+        wr[i] = src;
+      }
       for (int64_t t = t0; t < t1; t += kTokens) {
         const int toks = static_cast<int>(std::min<int64_t>(kTokens, t1 - t));
         const float* xr[kTokens];
@@ -176,14 +184,15 @@ void matmul_typed(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
         // Prefetch the next tile on the first token tile only (weights are
         // then in cache for the rest of the chunk).
         const char* next =
-            t == t0 && r + 2 * kRows <= r1
+            !kWiden && t == t0 && r + 2 * kRows <= r1
                 ? reinterpret_cast<const char*>(wd) + static_cast<size_t>(r + kRows) * w.row_bytes
                 : nullptr;
         if (rows == kRows) {
-          tile_tokens<Load, kRows>(toks, wr, xr, w.cols, out, w.rows, next);
+          tile_tokens<TileLoad, kRows>(toks, wr, xr, w.cols, out, w.rows, next);
         } else {
-          for (int i = 0; i < rows; ++i)
-            tile_tokens<Load, 1>(toks, wr + i, xr, w.cols, out + i, w.rows);
+          for (int i = 0; i < rows; ++i) {
+            tile_tokens<TileLoad, 1>(toks, wr + i, xr, w.cols, out + i, w.rows);
+          }
         }
       }
     }
@@ -191,46 +200,14 @@ void matmul_typed(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
 }
 
 template <class Load>
-void matmul_widened(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
-                    float* y, int64_t r0, int64_t r1) {
-  const auto* wd = static_cast<const uint8_t*>(w.data);
-  const int64_t chunk = std::max<int64_t>(
-      kTokens, static_cast<int64_t>(kChunkBytes / x_row_bytes) / kTokens * kTokens);
-  const int64_t padded = (w.cols + 15) / 16 * 16;
-  float* wide = widened_scratch(static_cast<size_t>(kRows * padded));
-  for (int64_t t0 = 0; t0 < n; t0 += chunk) {
-    const int64_t t1 = std::min(n, t0 + chunk);
-    for (int64_t r = r0; r < r1; r += kRows) {
-      const int rows = static_cast<int>(std::min<int64_t>(kRows, r1 - r));
-      const void* wr[kRows];
-      for (int i = 0; i < rows; ++i) {
-        const void* src = wd + static_cast<size_t>(r + i) * w.row_bytes;
-        float* dst = wide + i * padded;
-        int64_t k = 0;
-        for (; k + 16 <= w.cols; k += 16) _mm512_store_ps(dst + k, Load::load(src, k));
-        if (k < w.cols) {
-          const auto m = static_cast<__mmask16>((1u << (w.cols - k)) - 1u);
-          _mm512_store_ps(dst + k, Load::load_tail(src, k, m));
-        }
-        wr[i] = dst;
-      }
-      for (int64_t t = t0; t < t1; t += kTokens) {
-        const int toks = static_cast<int>(std::min<int64_t>(kTokens, t1 - t));
-        const float* xr[kTokens];
-        for (int i = 0; i < toks; ++i) {
-          xr[i] = reinterpret_cast<const float*>(x_enc + static_cast<size_t>(t + i) * x_row_bytes);
-        }
-        float* out = y + t * w.rows + r;
-        if (rows == kRows) {
-          tile_tokens<LoadF32, kRows>(toks, wr, xr, w.cols, out, w.rows);
-        } else {
-          for (int i = 0; i < rows; ++i) {
-            tile_tokens<LoadF32, 1>(toks, wr + i, xr, w.cols, out + i, w.rows);
-          }
-        }
-      }
-    }
+void matmul_typed(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
+                  float* y, int64_t r0, int64_t r1) {
+  // With many tokens, 16-bit weights are widened once per row tile and
+  // chunk, not once per token tile.
+  if constexpr (!std::is_same_v<Load, LoadF32>) {
+    if (n > 2 * kTokens) return matmul_chunks<Load, true>(w, x_enc, x_row_bytes, n, y, r0, r1);
   }
+  matmul_chunks<Load, false>(w, x_enc, x_row_bytes, n, y, r0, r1);
 }
 
 }  // namespace
@@ -249,11 +226,7 @@ void encode_activation_row(DType weight_type, const float* x, int64_t cols, void
 }
 
 void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end) {
-  const int64_t tiles = (rows + kRows - 1) / kRows;
-  int64_t tb, te;
-  split_range(tiles, ith, nth, &tb, &te);
-  *begin = std::min(rows, tb * kRows);
-  *end = std::min(rows, te * kRows);
+  split_range_in_tiles(rows, kRows, ith, nth, begin, end);
 }
 
 void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,

@@ -49,30 +49,6 @@ class Sha256 {
   EVP_MD_CTX* ctx_;
 };
 
-size_t scalar_bytes(GgufValueType t) {
-  switch (t) {
-    case GgufValueType::kUint8:
-    case GgufValueType::kInt8:
-    case GgufValueType::kBool:
-      return 1;
-    case GgufValueType::kUint16:
-    case GgufValueType::kInt16:
-      return 2;
-    case GgufValueType::kUint32:
-    case GgufValueType::kInt32:
-    case GgufValueType::kFloat32:
-      return 4;
-    case GgufValueType::kUint64:
-    case GgufValueType::kInt64:
-    case GgufValueType::kFloat64:
-      return 8;
-    case GgufValueType::kString:
-    case GgufValueType::kArray:
-      return 0;
-  }
-  return 0;
-}
-
 void hash_value(Sha256& h, const GgufValue& v) {
   switch (v.type) {
     case GgufValueType::kUint8:
@@ -103,7 +79,7 @@ void hash_value(Sha256& h, const GgufValue& v) {
       if (v.elem_type == GgufValueType::kString) {
         for (std::string_view s : v.strings) h.str(s);
       } else if (v.elems != nullptr) {
-        h.bytes(v.elems, static_cast<size_t>(v.count) * scalar_bytes(v.elem_type));
+        h.bytes(v.elems, static_cast<size_t>(v.count) * gguf_scalar_bytes(v.elem_type));
       }
       return;
   }

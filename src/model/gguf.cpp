@@ -56,31 +56,6 @@ bool checked_mul(uint64_t a, uint64_t b, uint64_t* out) {
   return !__builtin_mul_overflow(a, b, out);
 }
 
-// Size in bytes of a scalar value type; 0 for string/array.
-uint64_t scalar_bytes(GgufValueType t) {
-  switch (t) {
-    case GgufValueType::kUint8:
-    case GgufValueType::kInt8:
-    case GgufValueType::kBool:
-      return 1;
-    case GgufValueType::kUint16:
-    case GgufValueType::kInt16:
-      return 2;
-    case GgufValueType::kUint32:
-    case GgufValueType::kInt32:
-    case GgufValueType::kFloat32:
-      return 4;
-    case GgufValueType::kUint64:
-    case GgufValueType::kInt64:
-    case GgufValueType::kFloat64:
-      return 8;
-    case GgufValueType::kString:
-    case GgufValueType::kArray:
-      return 0;
-  }
-  return 0;
-}
-
 bool is_known_value_type(uint32_t raw) {
   return raw <= static_cast<uint32_t>(GgufValueType::kFloat64);
 }
@@ -227,7 +202,7 @@ Status read_value(Cursor& cur, GgufValueType type, const std::string& what, Gguf
     return cur.read_string(&out->str, what);
   }
   if (type != GgufValueType::kArray) {
-    const uint64_t n = scalar_bytes(type);
+    const uint64_t n = gguf_scalar_bytes(type);
     STRATA_RETURN_IF_ERROR(cur.need(n, what + " value"));
     if (type == GgufValueType::kBool && cur.here()[0] > 1) {
       return invalid_argument("gguf: " + what + ": bool value must be 0 or 1, got " +
@@ -271,7 +246,7 @@ Status read_value(Cursor& cur, GgufValueType type, const std::string& what, Gguf
     return Status::ok();
   }
 
-  const uint64_t elem_bytes = scalar_bytes(elem);
+  const uint64_t elem_bytes = gguf_scalar_bytes(elem);
   if (count > cur.remaining() / elem_bytes) {
     return invalid_argument("gguf: " + what + ": array count " + std::to_string(count) + " of " +
                             std::string(gguf_value_type_name(elem)) + " (" +
@@ -345,9 +320,33 @@ std::string_view gguf_value_type_name(GgufValueType t) {
   return "unknown";
 }
 
+uint64_t gguf_scalar_bytes(GgufValueType t) {
+  switch (t) {
+    case GgufValueType::kUint8:
+    case GgufValueType::kInt8:
+    case GgufValueType::kBool:
+      return 1;
+    case GgufValueType::kUint16:
+    case GgufValueType::kInt16:
+      return 2;
+    case GgufValueType::kUint32:
+    case GgufValueType::kInt32:
+    case GgufValueType::kFloat32:
+      return 4;
+    case GgufValueType::kUint64:
+    case GgufValueType::kInt64:
+    case GgufValueType::kFloat64:
+      return 8;
+    case GgufValueType::kString:
+    case GgufValueType::kArray:
+      return 0;
+  }
+  return 0;
+}
+
 int64_t GgufValue::int_at(uint64_t i) const {
   GgufValue v;
-  decode_scalar(elem_type, elems + i * scalar_bytes(elem_type), &v);
+  decode_scalar(elem_type, elems + i * gguf_scalar_bytes(elem_type), &v);
   if (is_unsigned_type(elem_type)) return static_cast<int64_t>(v.u64);
   if (is_signed_type(elem_type)) return v.i64;
   if (is_float_type(elem_type)) {
@@ -362,7 +361,7 @@ int64_t GgufValue::int_at(uint64_t i) const {
 
 double GgufValue::float_at(uint64_t i) const {
   GgufValue v;
-  decode_scalar(elem_type, elems + i * scalar_bytes(elem_type), &v);
+  decode_scalar(elem_type, elems + i * gguf_scalar_bytes(elem_type), &v);
   if (is_unsigned_type(elem_type)) return static_cast<double>(v.u64);
   if (is_signed_type(elem_type)) return static_cast<double>(v.i64);
   if (is_float_type(elem_type)) return v.f64;

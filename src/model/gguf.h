@@ -49,6 +49,8 @@ enum class GgufValueType : uint32_t {
 };
 
 std::string_view gguf_value_type_name(GgufValueType t);
+// Size in bytes of a scalar value type; 0 for string/array.
+uint64_t gguf_scalar_bytes(GgufValueType t);
 
 // One metadata value. Scalars are widened into one of u64/i64/f64/bool;
 // strings and arrays are views into the mapping.

@@ -54,4 +54,14 @@ inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* en
   *end = std::min<int64_t>(n, *begin + per);
 }
 
+// split_range over whole tiles of `tile` items: thread ith's share of
+// [0, n) starts on a tile boundary (or at n).
+inline void split_range_in_tiles(int64_t n, int64_t tile, int ith, int nth, int64_t* begin,
+                                 int64_t* end) {
+  int64_t tb, te;
+  split_range((n + tile - 1) / tile, ith, nth, &tb, &te);
+  *begin = std::min<int64_t>(n, tb * tile);
+  *end = std::min<int64_t>(n, te * tile);
+}
+
 }  // namespace strata
