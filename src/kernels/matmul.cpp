@@ -66,9 +66,13 @@ constexpr MatmulBackend kAvx512FloatBackend = {avx512_float::activation_row_byte
                                                avx512_float::encode_activation_row,
                                                avx512_float::split_rows, avx512_float::matmul_rows};
 
-// The kernels for a weight type on this CPU. One family serves every n, so
-// a token's outputs never depend on the batch it is in.
-const MatmulBackend& backend_for(DType type) {
+// The kernels for a weight on this CPU. One family serves every n, so a
+// token's outputs never depend on the batch it is in. A kTiled16 weight was
+// packed because this CPU runs the AVX-512 VNNI kernel, which alone reads
+// that layout (even if a test has since capped the ISA).
+const MatmulBackend& backend_for(const WeightView& w) {
+  if (w.layout == WeightLayout::kTiled16) return kAvx512QuantBackend;
+  const DType type = w.type;
   const KernelIsa isa = kernel_isa();
   if (isa == KernelIsa::kAvx512Vnni) {
     if (avx512::matmul_supports(type)) return kAvx512QuantBackend;
@@ -83,7 +87,7 @@ const MatmulBackend& backend_for(DType type) {
 
 void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   if (n <= 0 || w.rows <= 0) return;
-  const MatmulBackend& be = backend_for(w.type);
+  const MatmulBackend& be = backend_for(w);
   const size_t x_row_bytes = be.activation_row_bytes(w.type, w.cols);
   const uint8_t* x_enc = reinterpret_cast<const uint8_t*>(x);
   if (vec_dot::activation_type(w.type) != DType::kF32) {

@@ -3,12 +3,13 @@
 // A weight is stored as GGUF stores it: `rows` rows (output features, ne[1])
 // of `cols` elements (input features, ne[0]) each, row-major, encoded in
 // `type`. matmul computes y[n][rows] = x[n][cols] · Wᵀ for fp32 x and y.
-// Decode (small n) takes a GEMV path; prefill and batched decode take a tiled
-// GEMM. Quantized types quantize x to 8 bits per block first (as llama.cpp
-// does), so results match llama.cpp's to within its own rounding.
-// Dispatch between the scalar reference, the AVX2/FMA kernels and (for
-// Q4_0/Q8_0 GEMMs of 16+ rows) the AVX-512 VNNI kernels happens once at
-// start-up from the detected CPU (kernels/dispatch.h).
+// Quantized types quantize x to 8 bits per block first (as llama.cpp does),
+// so results match llama.cpp's to within its own rounding. One kernel family
+// per weight type serves every n (decode, batched decode, prefill chunks),
+// chosen once at start-up from the detected CPU (kernels/dispatch.h): the
+// scalar reference, AVX2/FMA, or AVX-512 (VNNI int8 for Q4_0/Q8_0, which
+// also reads the kTiled16 layout below; Q4_K/Q6_K; F32/F16/BF16). So a
+// token's outputs never depend on the batch it is in.
 #pragma once
 
 #include <cstddef>
@@ -19,12 +20,22 @@
 
 namespace strata {
 
+// How a weight's bytes are ordered.
+//   kGguf:    `rows` rows of dtype_row_bytes(type, cols) bytes, as GGUF
+//             stores them.
+//   kTiled16: this CPU's int8 kernel's own order, built once at load time by
+//             PackedWeight (kernels/packed_weight.h): 16 rows interleaved per
+//             tile so that the kernel reads one sequential stream and never
+//             transposes. Same size as kGguf, same results bit for bit.
+enum class WeightLayout : uint8_t { kGguf, kTiled16 };
+
 struct WeightView {
   DType type = DType::kF32;
   int64_t rows = 0;  // output features
   int64_t cols = 0;  // input features (multiple of the block size)
   const void* data = nullptr;
-  size_t row_bytes = 0;  // dtype_row_bytes(type, cols)
+  size_t row_bytes = 0;  // dtype_row_bytes(type, cols); the bytes per row in either layout
+  WeightLayout layout = WeightLayout::kGguf;
 };
 
 // y[n][w.rows] = x[n][w.cols] · Wᵀ, using the pool's threads.
@@ -32,6 +43,7 @@ void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool
 
 // The scalar reference: dequantize-and-dot in double-free plain C++, used by
 // parity tests. Quantized types quantize x the same way matmul does.
+// w must be in the kGguf layout.
 void matmul_reference(const WeightView& w, const float* x, int64_t n, float* y);
 
 }  // namespace strata

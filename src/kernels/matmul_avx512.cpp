@@ -11,12 +11,16 @@
 //   Q8_0: sum((q + 128) x) - 128 sum(x) = sum(q x)
 //   Q4_0: sum(n x)         -   8 sum(x) = sum((n - 8) x)
 // The correction needs only the activation block's quant sum, which the
-// activation encoding carries (see encode_activation_row), so the weights
-// are read straight from the GGUF layout: no repacking at load time.
+// activation encoding carries (see encode_activation_row).
 //
-// With few tokens (decode) each block is transposed and used at once. With
-// more, a row tile is transposed once into a thread-local scratch and then
-// run against every token, eight at a time.
+// Two weight layouts, one arithmetic:
+//  - kTiled16 (what the model loader builds, see pack_tiles): the transposed
+//    vectors and the 16 scales stored tile by tile, so a tile is one
+//    sequential run the kernel loads as is, for any n.
+//  - kGguf: rows as the file stores them. With few tokens each block is
+//    transposed and used at once; with more, a row tile is transposed once
+//    into a thread-local scratch (the kTiled16 vectors) and then run against
+//    every token, eight at a time.
 //
 // Rounding, identical for every n, tile and thread split: each block's
 // integer dot is exact; per output, acc = fma((float)isum_block, d_w * d_x,
@@ -52,6 +56,31 @@ constexpr int64_t kPackMinTokens = 2 * kTokenTile;
 struct TileBlock {
   __m512i w[kGroups];
   __m512 d;  // the 16 rows' weight scales
+};
+
+// The kTiled16 layout. Tile i (rows 16i..16i+15; rows past the weight's end
+// are zero) is tiled_tile_bytes() at data + i * tiled_tile_bytes(): nb
+// blocks of quant vectors, then nb blocks of 16 fp16 scales, then padding to
+// 64 bytes. A Q8_0 block is its eight TileBlock vectors (512 bytes, already
+// unsigned); a Q4_0 block is four vectors c[k], lane j = row j's quant bytes
+// 4k..4k+3, whose low nibbles are group k and high nibbles group k + 4.
+constexpr size_t kTiledQ8Bytes = kGroups * sizeof(__m512i);
+constexpr size_t kTiledQ4Bytes = kGroups / 2 * sizeof(__m512i);
+constexpr size_t kTiledScaleBytes = kRowTile * sizeof(uint16_t);
+
+size_t tiled_quant_bytes(DType type) {
+  return type == DType::kQ8_0 ? kTiledQ8Bytes : kTiledQ4Bytes;
+}
+
+size_t tiled_tile_bytes(DType type, int64_t cols) {
+  const size_t nb = static_cast<size_t>(cols / kQK8_0);
+  return (nb * (tiled_quant_bytes(type) + kTiledScaleBytes) + 63) / 64 * 64;
+}
+
+// One tile of a kTiled16 weight.
+struct TiledTile {
+  const uint8_t* quants;
+  const uint8_t* scales;
 };
 
 // The activation encoding: nb Q8_0 blocks (the AVX2 kernel's values), then
@@ -187,6 +216,32 @@ struct LoadQ4_0 {
   }
 };
 
+struct LoadTiledQ8_0 {
+  __attribute__((always_inline)) void operator()(const TiledTile& t, int64_t b,
+                                                 TileBlock* out) const {
+    const uint8_t* q = t.quants + static_cast<size_t>(b) * kTiledQ8Bytes;
+#pragma GCC unroll 8
+    for (int k = 0; k < kGroups; ++k) out->w[k] = _mm512_load_si512(q + k * sizeof(__m512i));
+    out->d = _mm512_cvtph_ps(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(t.scales + b * kTiledScaleBytes)));
+  }
+};
+struct LoadTiledQ4_0 {
+  __attribute__((always_inline)) void operator()(const TiledTile& t, int64_t b,
+                                                 TileBlock* out) const {
+    const uint8_t* q = t.quants + static_cast<size_t>(b) * kTiledQ4Bytes;
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (int k = 0; k < kGroups / 2; ++k) {
+      const __m512i c = _mm512_load_si512(q + k * sizeof(__m512i));
+      out->w[k] = _mm512_and_si512(c, low4);
+      out->w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(c, 4), low4);
+    }
+    out->d = _mm512_cvtph_ps(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(t.scales + b * kTiledScaleBytes)));
+  }
+};
+
 inline __m512i broadcast_group(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -253,21 +308,22 @@ inline void prefetch_rows_ahead(const RowTile& rt, int64_t b, size_t block_bytes
   }
 }
 
-template <int T, class LoadFn>
-__attribute__((flatten)) void direct_tile(const RowTile& rt, int64_t nb, const uint8_t* const* x,
-                                          float* out, int64_t out_stride, LoadFn load,
-                                          const TilePrefetch& prefetch, size_t block_bytes) {
+// T tokens against one tile, each block loaded (and, from the kGguf layout,
+// transposed) as it is used; prefetch(b) runs before block b is loaded.
+template <int T, class Tile, class LoadFn, class PrefetchFn>
+__attribute__((flatten)) void direct_tile(const Tile& tile, int64_t nb, const uint8_t* const* x,
+                                          float* out, int64_t out_stride, __mmask16 mask,
+                                          LoadFn load, PrefetchFn prefetch) {
   __m512 acc[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     prefetch(b);
-    prefetch_rows_ahead(rt, b, block_bytes);
     TileBlock wb;
-    load(rt, b, &wb);
+    load(tile, b, &wb);
     accumulate_block<T>(wb, x, nb, b, acc);
   }
-  store_tile<T>(acc, out, out_stride, static_cast<__mmask16>((1u << rt.num_rows) - 1u));
+  store_tile<T>(acc, out, out_stride, mask);
 }
 
 // T tokens against a tile transposed into scratch.
@@ -350,7 +406,49 @@ void matmul_tiles(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
         if (pack) {
           packed_tile<T>(packed, nb, xr, out, w.rows, mask);
         } else {
-          direct_tile<T>(rt, nb, xr, out, w.rows, load, prefetch, kBlockBytes);
+          direct_tile<T>(rt, nb, xr, out, w.rows, mask, load, [&](int64_t b) {
+            prefetch(b);
+            prefetch_rows_ahead(rt, b, kBlockBytes);
+          });
+        }
+      });
+    }
+  }
+}
+
+// Rows [r0, r1) of a kTiled16 weight (r0 on a tile boundary). The first
+// token group streams each tile from memory while the next tile is
+// prefetched into L2; later groups find it in cache.
+template <class LoadFn>
+void matmul_tiled(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
+                  float* y, int64_t r0, int64_t r1, LoadFn load) {
+  const int64_t nb = w.cols / kQK8_0;
+  const size_t tile_bytes = tiled_tile_bytes(w.type, w.cols);
+  const size_t quant_bytes = static_cast<size_t>(nb) * tiled_quant_bytes(w.type);
+  const size_t prefetch_per_block = (tile_bytes + static_cast<size_t>(nb) - 1) / nb;
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  for (int64_t r = r0; r < r1; r += kRowTile) {
+    const uint8_t* tp = base + static_cast<size_t>(r / kRowTile) * tile_bytes;
+    const TiledTile tile{tp, tp + quant_bytes};
+    const auto mask = static_cast<__mmask16>((1u << std::min<int64_t>(kRowTile, r1 - r)) - 1u);
+    const char* next = r + kRowTile < r1 ? reinterpret_cast<const char*>(tp + tile_bytes) : nullptr;
+    const auto prefetch_next = [&](int64_t b) {
+      if (next == nullptr) return;
+      const char* p = next + static_cast<size_t>(b) * prefetch_per_block;
+      for (size_t o = 0; o < prefetch_per_block; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+    };
+    const auto no_prefetch = [](int64_t) {};
+    for (int64_t t = 0; t < n; t += kTokenTile) {
+      const int toks = static_cast<int>(std::min<int64_t>(kTokenTile, n - t));
+      const uint8_t* xr[kTokenTile];
+      for (int i = 0; i < toks; ++i) xr[i] = x_enc + static_cast<size_t>(t + i) * x_row_bytes;
+      float* out = y + t * w.rows + r;
+      with_tokens(toks, [&](auto tc) {
+        constexpr int T = decltype(tc)::value;
+        if (t == 0) {
+          direct_tile<T>(tile, nb, xr, out, w.rows, mask, load, prefetch_next);
+        } else {
+          direct_tile<T>(tile, nb, xr, out, w.rows, mask, load, no_prefetch);
         }
       });
     }
@@ -358,6 +456,47 @@ void matmul_tiles(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
 }
 
 }  // namespace
+
+size_t tiled_bytes(DType weight_type, int64_t rows, int64_t cols) {
+  return static_cast<size_t>((rows + kRowTile - 1) / kRowTile) *
+         tiled_tile_bytes(weight_type, cols);
+}
+
+void pack_tiles(const WeightView& w, int64_t tile_begin, int64_t tile_end, void* dst) {
+  const int64_t nb = w.cols / kQK8_0;
+  const size_t tile_bytes = tiled_tile_bytes(w.type, w.cols);
+  const size_t qbytes = tiled_quant_bytes(w.type);
+  const bool is_q8 = w.type == DType::kQ8_0;
+  const size_t block_bytes = is_q8 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  for (int64_t i = tile_begin; i < tile_end; ++i) {
+    uint8_t* tp = static_cast<uint8_t*>(dst) + static_cast<size_t>(i) * tile_bytes;
+    uint8_t* quants = tp;
+    uint8_t* scales = tp + static_cast<size_t>(nb) * qbytes;
+    // Rows past the end: quants that decode to 0 with scale 0; padding 0.
+    std::memset(tp, is_q8 ? 0x80 : 0x88, static_cast<size_t>(nb) * qbytes);
+    std::memset(scales, 0, tile_bytes - static_cast<size_t>(nb) * qbytes);
+    for (int j = 0; j < kRowTile; ++j) {
+      const int64_t r = i * kRowTile + j;
+      if (r >= w.rows) break;
+      const uint8_t* row = src + static_cast<size_t>(r) * w.row_bytes;
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = row + static_cast<size_t>(b) * block_bytes;
+        static_assert(offsetof(BlockQ8_0, qs) == 2 && offsetof(BlockQ4_0, qs) == 2);
+        std::memcpy(scales + static_cast<size_t>(b) * kTiledScaleBytes + 2 * j, blk, 2);
+        const uint8_t* qs = blk + 2;
+        uint8_t* qb = quants + static_cast<size_t>(b) * qbytes;
+        const int num_groups = is_q8 ? kGroups : kGroups / 2;
+        for (int k = 0; k < num_groups; ++k) {
+          for (int e = 0; e < 4; ++e) {
+            const uint8_t v = qs[4 * k + e];
+            qb[k * sizeof(__m512i) + 4 * j + e] = is_q8 ? static_cast<uint8_t>(v ^ 0x80u) : v;
+          }
+        }
+      }
+    }
+  }
+}
 
 bool matmul_supports(DType weight_type) {
   return weight_type == DType::kQ4_0 || weight_type == DType::kQ8_0;
@@ -395,6 +534,14 @@ void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end) {
 void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
                  int64_t row_begin, int64_t row_end) {
   if (row_begin >= row_end) return;
+  if (w.layout == WeightLayout::kTiled16) {
+    if (w.type == DType::kQ4_0) {
+      matmul_tiled(w, x_enc, x_row_bytes, n, y, row_begin, row_end, LoadTiledQ4_0{});
+    } else {
+      matmul_tiled(w, x_enc, x_row_bytes, n, y, row_begin, row_end, LoadTiledQ8_0{});
+    }
+    return;
+  }
   if (w.type == DType::kQ4_0) {
     matmul_tiles<sizeof(BlockQ4_0)>(w, x_enc, x_row_bytes, n, y, row_begin, row_end, LoadQ4_0{});
   } else if (w.type == DType::kQ8_0) {

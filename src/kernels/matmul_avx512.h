@@ -21,11 +21,20 @@ bool matmul_supports(DType weight_type);
 void encode_activation_row(DType weight_type, const float* x, int64_t cols, void* dst);
 size_t activation_row_bytes(DType weight_type, int64_t cols);
 
+// The WeightLayout::kTiled16 layout of a Q4_0/Q8_0 weight (see the .cpp):
+// its size in bytes, and pack_tiles, which writes row tiles
+// [tile_begin, tile_end) (16 rows each) of w, a kGguf weight, into dst, the
+// start of a 64-byte aligned buffer of tiled_bytes() bytes. Tiles are
+// independent, so threads may pack disjoint ranges at once.
+size_t tiled_bytes(DType weight_type, int64_t rows, int64_t cols);
+void pack_tiles(const WeightView& w, int64_t tile_begin, int64_t tile_end, void* dst);
+
 // Thread ith's share of the weight rows, aligned to the 16-row tile.
 void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end);
 
 // y[t][r] for r in [row_begin, row_end), t in [0, n); x_enc holds n rows
-// from encode_activation_row, x_row_bytes apart.
+// from encode_activation_row, x_row_bytes apart. w is in either layout; for
+// kTiled16, row_begin is a multiple of 16 (as split_rows gives).
 void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
                  int64_t row_begin, int64_t row_end);
 

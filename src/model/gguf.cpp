@@ -391,6 +391,18 @@ GgufFile& GgufFile::operator=(GgufFile&& o) noexcept {
   return *this;
 }
 
+void GgufFile::release_pages(const void* p, size_t bytes) const {
+  if (map_ == nullptr || bytes == 0) return;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto lo = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t first = (lo + page - 1) / page * page;
+  const uintptr_t last = (lo + bytes) / page * page;
+  const auto map_lo = reinterpret_cast<uintptr_t>(map_);
+  if (first >= last || first < map_lo || last > map_lo + size_) return;
+  // The mapping is private and read-only: dropped pages read back from the file.
+  madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 GgufFile::~GgufFile() {
   if (map_ != nullptr) munmap(map_, size_);
 }

@@ -122,6 +122,12 @@ class GgufFile {
   const GgufValue* get_array(std::string_view key) const;  // nullptr unless kArray
 
   const std::vector<GgufTensor>& tensors() const { return tensors_; }
+
+  // Hints that the mapped bytes [p, p + bytes) will not be read soon: their
+  // whole pages leave this process's memory, and a later read maps them in
+  // again from the file. For a tensor whose data the model keeps in another
+  // layout. No-op for parse()d images.
+  void release_pages(const void* p, size_t bytes) const;
   const GgufTensor* tensor(std::string_view name) const;
 
  private:

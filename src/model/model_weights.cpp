@@ -1,8 +1,12 @@
 #include "model/model_weights.h"
 
+#include <algorithm>
+#include <thread>
 #include <utility>
 
+#include "kernels/packed_weight.h"
 #include "kernels/quant.h"
+#include "util/thread_pool.h"
 
 namespace strata {
 namespace {
@@ -70,7 +74,32 @@ Result<ModelWeights> ModelWeights::load(GgufFile file) {
     l.ffn_up = view_of(f, b + "ffn_up.weight");
     l.ffn_down = view_of(f, b + "ffn_down.weight");
   }
+  m.pack_weights();
   return m;
+}
+
+void ModelWeights::pack_weights() {
+  std::vector<WeightView*> views;
+  for (LayerWeights& l : layers_) {
+    for (WeightView* v :
+         {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
+      views.push_back(v);
+    }
+  }
+  views.push_back(&output_);  // when tied, a packed copy; token_embd_ stays for embed()
+  bool any = false;
+  for (const WeightView* v : views) any = any || PackedWeight::is_packable(v->type);
+  if (!any) return;
+  ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  for (WeightView* v : views) {
+    std::unique_ptr<PackedWeight> p = PackedWeight::pack(*v, &pool);
+    if (p == nullptr) continue;
+    const bool shared_with_embd = v->data == token_embd_.data;
+    if (!shared_with_embd)
+      file_->release_pages(v->data, v->row_bytes * static_cast<size_t>(v->rows));
+    *v = p->view();
+    packed_.push_back(std::move(p));
+  }
 }
 
 void ModelWeights::embed(int32_t token, float* out) const {

@@ -1,9 +1,13 @@
 // ModelWeights: a loaded model — the mapped GGUF file, its validated
 // ModelConfig, and zero-copy views of every tensor the forward pass reads.
 //
-// Ownership: ModelWeights owns the GgufFile; every WeightView and norm/bias
-// pointer points into its mapping and stays valid while the ModelWeights
-// lives (moving it keeps them valid: the mapping does not move). Immutable
+// Ownership: ModelWeights owns the GgufFile; every norm/bias pointer and
+// token_embd() points into its mapping. The matmul weights (the layers' and
+// output()) do too, unless this CPU's kernel reads a repacked layout
+// (kernels/packed_weight.h): then they point into PackedWeight copies it owns,
+// built at load, and their GGUF pages are released. All stay valid while the
+// ModelWeights lives (moving it keeps them valid: nothing they point to
+// moves). Immutable
 // after load(); const methods are safe from any thread.
 #pragma once
 
@@ -13,6 +17,7 @@
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "kernels/packed_weight.h"
 #include "model/gguf.h"
 #include "model/model_config.h"
 #include "util/status.h"
@@ -50,8 +55,9 @@ class ModelWeights {
   const ModelConfig& config() const { return config_; }
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const WeightView& token_embd() const { return token_embd_; }  // [vocab][hidden]
-  const WeightView& output() const { return output_; }          // token_embd when tied
-  const float* output_norm() const { return output_norm_; }     // [hidden]
+  // token_embd's bytes when tied (a packed copy of them where the kernel repacks).
+  const WeightView& output() const { return output_; }
+  const float* output_norm() const { return output_norm_; }  // [hidden]
 
   // Writes the embedding of `token` (0 <= token < vocab_size) to out[hidden],
   // dequantizing its row.
@@ -59,6 +65,8 @@ class ModelWeights {
 
  private:
   ModelWeights() = default;
+  // Replaces the matmul weights' views by packed copies where it pays.
+  void pack_weights();
 
   std::unique_ptr<GgufFile> file_;
   ModelConfig config_;
@@ -66,6 +74,7 @@ class ModelWeights {
   WeightView token_embd_;
   WeightView output_;
   const float* output_norm_ = nullptr;
+  std::vector<std::unique_ptr<PackedWeight>> packed_;
 };
 
 }  // namespace strata

@@ -13,6 +13,7 @@
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_avx512.h"
+#include "kernels/packed_weight.h"
 #include "kernels/quant.h"
 #include "kernels/vec_dot.h"
 #include "test_support.h"
@@ -149,6 +150,69 @@ TEST(MatmulAvx512, OutputsAreIndependentOfBatchAndThreads) {
       }
     }
   }
+}
+
+// The kTiled16 layout (what models load into) gives the GGUF layout's bits
+// for every batch size, row tail and thread split, including extreme quants;
+// rows past the end pad the last tile and are never stored.
+TEST(MatmulAvx512, TiledLayoutIsBitIdenticalToGgufLayout) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  ScopedIsa scoped(KernelIsa::kAvx512Vnni);
+  for (DType type : {DType::kQ8_0, DType::kQ4_0}) {
+    for (int64_t cols : {32, 3 * 32, 2048}) {
+      for (int64_t rows : {1, 15, 16, 17, 53}) {
+        const auto src = random_floats(rows * cols, static_cast<uint32_t>(rows * 3 + cols), 0.1f);
+        auto bytes = quantize_rows(type, src.data(), rows, cols);
+        const size_t row_bytes = dtype_row_bytes(type, cols);
+        // Extreme quants in the first block of the first and last rows.
+        if (type == DType::kQ8_0) {
+          std::memset(reinterpret_cast<BlockQ8_0*>(bytes.data())->qs, 0x80, kQK8_0);  // -128
+          std::memset(reinterpret_cast<BlockQ8_0*>(bytes.data() + (rows - 1) * row_bytes)->qs, 0x7F,
+                      kQK8_0);
+        } else {
+          std::memset(reinterpret_cast<BlockQ4_0*>(bytes.data())->qs, 0x00, kQK8_0 / 2);
+          std::memset(reinterpret_cast<BlockQ4_0*>(bytes.data() + (rows - 1) * row_bytes)->qs, 0xFF,
+                      kQK8_0 / 2);
+        }
+        const WeightView w{type, rows, cols, bytes.data(), row_bytes};
+        const std::unique_ptr<PackedWeight> packed = PackedWeight::pack(w);
+        ASSERT_NE(packed, nullptr);
+        const WeightView& t = packed->view();
+        ASSERT_EQ(t.layout, WeightLayout::kTiled16);
+        EXPECT_EQ(packed->size_bytes(), avx512::tiled_bytes(type, rows, cols));
+        // The GGUF bytes of whole 16-row tiles, plus under 64 bytes of padding per tile.
+        const size_t tiles = static_cast<size_t>((rows + 15) / 16);
+        EXPECT_LT(packed->size_bytes(), tiles * (16 * row_bytes + 64));
+        EXPECT_GE(packed->size_bytes(), tiles * 16 * row_bytes);
+        for (int threads : {1, 2, 3}) {
+          ThreadPool pool(threads);
+          for (int64_t n : {1, 2, 7, 8, 9, 16, 24, 37}) {
+            const auto x = random_floats(n * cols, static_cast<uint32_t>(n + cols + rows));
+            std::vector<float> want(n * rows), got(n * rows, NAN);
+            matmul(w, x.data(), n, want.data(), pool);
+            matmul(t, x.data(), n, got.data(), pool);
+            ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+                << dtype_name(type) << " rows=" << rows << " cols=" << cols << " n=" << n
+                << " threads=" << threads;
+          }
+        }
+        // A capped ISA still runs a packed weight (through the kernel that reads it).
+        ScopedIsa avx2(KernelIsa::kAvx2);
+        ThreadPool pool(2);
+        const auto x = random_floats(5 * cols, 3);
+        std::vector<float> a(5 * rows), b(5 * rows);
+        {
+          ScopedIsa back(KernelIsa::kAvx512Vnni);
+          matmul(w, x.data(), 5, a.data(), pool);
+        }
+        matmul(t, x.data(), 5, b.data(), pool);
+        ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+      }
+    }
+  }
+  // Types the kernel reads as they are are not packed.
+  const WeightView f32{DType::kF32, 4, 32, nullptr, 128};
+  EXPECT_EQ(PackedWeight::pack(f32), nullptr);
 }
 
 // The same for the float kernels, with a partial last vector (117 columns).

@@ -1,0 +1,51 @@
+#include "kernels/packed_weight.h"
+
+#include <cstdlib>
+
+#include "kernels/dispatch.h"
+#include "kernels/matmul_avx512.h"
+
+namespace strata {
+namespace {
+
+constexpr int64_t kRowTile = 16;
+// Large buffers start on a 2 MiB boundary so transparent huge pages can
+// back them (fewer TLB misses while a decode step streams every weight).
+constexpr size_t kHugePage = size_t{2} << 20;
+
+}  // namespace
+
+void PackedWeight::FreeBytes::operator()(uint8_t* p) const {
+  std::free(p);
+}
+
+bool PackedWeight::is_packable(DType type) {
+  return kernel_isa() == KernelIsa::kAvx512Vnni && avx512::matmul_supports(type);
+}
+
+std::unique_ptr<PackedWeight> PackedWeight::pack(const WeightView& w, ThreadPool* pool) {
+  if (w.layout != WeightLayout::kGguf || !is_packable(w.type) || w.rows <= 0) return nullptr;
+  const size_t bytes = avx512::tiled_bytes(w.type, w.rows, w.cols);
+  const size_t align = bytes >= kHugePage ? kHugePage : 64;
+  auto* raw = static_cast<uint8_t*>(std::aligned_alloc(align, (bytes + align - 1) / align * align));
+  if (raw == nullptr) return nullptr;  // no memory for a copy: the GGUF layout still works
+  std::unique_ptr<PackedWeight> p(new PackedWeight());
+  p->bytes_.reset(raw);
+  p->size_bytes_ = bytes;
+  const int64_t num_tiles = (w.rows + kRowTile - 1) / kRowTile;
+  if (pool != nullptr && pool->num_threads() > 1) {
+    pool->run([&](int ith, int nth) {
+      int64_t begin, end;
+      split_range(num_tiles, ith, nth, &begin, &end);
+      avx512::pack_tiles(w, begin, end, raw);
+    });
+  } else {
+    avx512::pack_tiles(w, 0, num_tiles, raw);
+  }
+  p->view_ = w;
+  p->view_.data = raw;
+  p->view_.layout = WeightLayout::kTiled16;
+  return p;
+}
+
+}  // namespace strata
