@@ -3,6 +3,7 @@
 // step. Prints one table per scenario; medians throughout (the host is noisy).
 //
 //   bench_serving_core MODEL [SCENARIO...] [--threads N] [--budgets 16,64,...]
+//                      [--attention-cost X]   (EngineOptions::prefill_attention_cost)
 //   scenarios: waste decode prefix chunked (default: all)
 //
 //   waste    random prompt/output lengths: allocated-but-unused KV slots over
@@ -48,6 +49,7 @@ struct Setup {
   const ModelWeights* weights;
   const Tokenizer* tokenizer;
   int32_t num_threads = 2;
+  double attention_cost = EngineOptions{}.prefill_attention_cost;  // --attention-cost
 };
 
 class Ids {
@@ -89,6 +91,7 @@ class Driver {
     o.max_model_len = max_model_len;
     o.kv_cache_memory_bytes = kv_bytes;
     o.num_threads = s.num_threads;
+    o.prefill_attention_cost = s.attention_cost;
     Result<std::unique_ptr<EngineCore>> core = EngineCore::create(*s.weights, *s.tokenizer, o);
     if (!core) {
       std::fprintf(stderr, "error: %s\n", core.status().message().c_str());
@@ -278,7 +281,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: bench_serving_core MODEL [waste|decode|prefix|chunked ...] "
-                 "[--threads N] [--budgets 16,32,...]\n");
+                 "[--threads N] [--budgets 16,32,...] [--attention-cost X]\n");
     return 2;
   }
   std::set<std::string> scenarios;
@@ -288,6 +291,8 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
       setup.num_threads = std::atoi(argv[++i]);
+    } else if (a == "--attention-cost" && i + 1 < argc) {
+      setup.attention_cost = std::atof(argv[++i]);
     } else if (a == "--budgets" && i + 1 < argc) {
       budgets.clear();
       std::string list = argv[++i];
@@ -315,7 +320,8 @@ int main(int argc, char** argv) {
   }
   setup.weights = &*weights;
   setup.tokenizer = tokenizer->get();
-  std::printf("model %s, %d threads\n", argv[1], setup.num_threads);
+  std::printf("model %s, %d threads, prefill attention cost %.2f\n", argv[1], setup.num_threads,
+              setup.attention_cost);
   if (scenarios.count("waste")) scenario_waste(setup);
   if (scenarios.count("decode")) scenario_decode(setup);
   if (scenarios.count("prefix")) scenario_prefix(setup);

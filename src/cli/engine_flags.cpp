@@ -23,6 +23,11 @@ void add_engine_flags(CLI::App* app, EngineFlags* f) {
                   "--max-num-batched-tokens")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  app->add_option("--prefill-attention-cost", f->prefill_attention_cost,
+                  "How much a prompt token's attention counts against --max-prefill-tokens "
+                  "(time of an attention MAC / a weight-matmul MAC); 0 = count tokens only")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1000.0));
   app->add_option("--max-num-seqs", f->max_num_seqs, "Most requests running at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
@@ -94,6 +99,7 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   o.block_size = f.block_size;
   o.max_num_batched_tokens = f.max_num_batched_tokens;
   o.max_prefill_tokens = f.max_prefill_tokens;
+  o.prefill_attention_cost = f.prefill_attention_cost;
   o.max_num_seqs = f.max_num_seqs;
   STRATA_ASSIGN_OR_RETURN(o.policy, parse_scheduling_policy(f.policy));
   o.max_model_len = f.max_model_len;

@@ -24,6 +24,7 @@ struct EngineFlags {
   int32_t block_size = 16;
   int64_t max_num_batched_tokens = EngineOptions{}.max_num_batched_tokens;
   int64_t max_prefill_tokens = EngineOptions{}.max_prefill_tokens;
+  double prefill_attention_cost = EngineOptions{}.prefill_attention_cost;
   int32_t max_num_seqs = 256;
   std::string policy = "fcfs";
   int64_t max_model_len = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -11,6 +12,23 @@
 
 namespace strata {
 namespace {
+
+// The context length at which a prompt token's attention costs as much as
+// its weight matmuls (see EngineOptions::prefill_attention_cost); 0 = off.
+int64_t prefill_cost_context_len(const ModelConfig& c, double attention_cost) {
+  if (attention_cost <= 0.0) return 0;
+  const double hidden = static_cast<double>(c.hidden_dim);
+  const double matmul_macs =
+      static_cast<double>(c.num_layers) *
+      (hidden * static_cast<double>(c.q_dim() + 2 * c.kv_dim()) +
+       static_cast<double>(c.q_dim()) * hidden + 3.0 * hidden * static_cast<double>(c.ffn_dim));
+  // Scores and the weighted sum of V: two MACs per head dimension.
+  const double attention_macs_per_position = static_cast<double>(c.num_layers) *
+                                             static_cast<double>(c.num_heads) *
+                                             static_cast<double>(c.head_dim) * 2.0;
+  const double len = matmul_macs / (attention_macs_per_position * attention_cost);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::llround(len)));
+}
 
 // The tiers' own counters, as Metrics exports them.
 std::vector<TierMetricsSnapshot> tier_metrics(const KvTierManager& tiers) {
@@ -98,6 +116,8 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
   sched_options.max_num_seqs = options.max_num_seqs;
   sched_options.max_num_batched_tokens = options.max_num_batched_tokens;
   sched_options.max_prefill_tokens = options.max_prefill_tokens;
+  sched_options.prefill_cost_context_len =
+      prefill_cost_context_len(weights.config(), options.prefill_attention_cost);
   sched_options.max_model_len = core->max_model_len_;
   sched_options.policy = options.policy;
   STRATA_RETURN_IF_ERROR(sched_options.validate());

@@ -13,6 +13,9 @@ Status EngineOptions::validate() const {
   if (max_prefill_tokens < 0) {
     return invalid_argument("engine: --max-prefill-tokens must be >= 0");
   }
+  if (!(prefill_attention_cost >= 0.0 && prefill_attention_cost <= 1000.0)) {
+    return invalid_argument("engine: --prefill-attention-cost must be in [0, 1000]");
+  }
   if (max_num_seqs < 1) return invalid_argument("engine: --max-num-seqs must be >= 1");
   if (max_model_len < 0 || max_model_len == 1) {
     return invalid_argument("engine: --max-model-len must be 0 (the model's) or >= 2");

@@ -38,6 +38,15 @@ struct EngineOptions {
   // 64: 14x, 1.10x. 24 is the smallest chunk with TTFT <= 1.5x solo. GPU
   // servers use 2048+; on this CPU that freezes the streams for seconds.
   int64_t max_prefill_tokens = 24;
+  // How much a prompt token's attention adds to its share of
+  // max_prefill_tokens (--prefill-attention-cost; 0 = count tokens only).
+  // A token at position p does (matmul MACs per token) of weight work and
+  // p * (attention MACs per position) of attention; this is the time one
+  // attention MAC takes relative to one weight-matmul MAC on this CPU's
+  // kernels, so that the token counts 1 + p * cost * attention_macs /
+  // matmul_macs (SchedulerOptions::prefill_cost_context_len). Measured: see
+  // the sweep above.
+  double prefill_attention_cost = 3.0;
   // Most requests running at once (--max-num-seqs).
   int32_t max_num_seqs = 256;
   // Longest prompt + output (--max-model-len); 0 = the model's context length.

@@ -9,9 +9,12 @@ namespace strata {
 
 struct Scheduler::StepState {
   int64_t budget_tokens = 0;
-  // Prompt tokens this step may still compute (max_prefill_tokens while
-  // decodes run, else unlimited: budget_tokens bounds it).
-  int64_t prefill_budget_tokens = INT64_MAX;
+  // Prompt-token cost this step may still spend (max_prefill_tokens while
+  // decodes run, else unlimited: budget_tokens bounds it), counted as
+  // prefill_cost() does; and whether any prompt token was granted yet.
+  double prefill_budget = kUnlimited;
+  bool granted_prefill = false;
+  static constexpr double kUnlimited = 1e300;
   std::vector<Grant> grants;
   std::vector<const Request*> preempted;  // this step; not re-admitted in it
   StepPlan* plan = nullptr;
@@ -123,10 +126,39 @@ void Scheduler::preempt(Request* victim, StepState& st) {
   st.plan->preempted_ids.push_back(victim->spec.id);
 }
 
+double Scheduler::prefill_cost(int64_t start, int64_t n) const {
+  const double count = static_cast<double>(n);
+  if (options_.prefill_cost_context_len <= 0) return count;
+  // sum over p in [start, start + n) of 1 + p / len
+  const double positions = count * static_cast<double>(start) + count * (count - 1) / 2;
+  return count + positions / static_cast<double>(options_.prefill_cost_context_len);
+}
+
+int64_t Scheduler::prefill_tokens_within(int64_t start, int64_t max_n, const StepState& st) const {
+  if (max_n <= 0 || st.prefill_budget >= StepState::kUnlimited) return max_n;
+  if (prefill_cost(start, max_n) <= st.prefill_budget) return max_n;
+  // The cost grows with n: the largest n in [0, max_n) within the budget.
+  int64_t lo = 0, hi = max_n;  // cost(lo) fits, cost(hi) does not
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (prefill_cost(start, mid) <= st.prefill_budget ? lo : hi) = mid;
+  }
+  // A first prompt token always goes, however long its context.
+  return lo == 0 && !st.granted_prefill ? 1 : lo;
+}
+
+void Scheduler::charge_prefill(int64_t start, int64_t n, StepState& st) const {
+  if (n <= 0) return;
+  st.granted_prefill = true;
+  if (st.prefill_budget < StepState::kUnlimited) {
+    st.prefill_budget = std::max(0.0, st.prefill_budget - prefill_cost(start, n));
+  }
+}
+
 bool Scheduler::schedule_running(Request* r, StepState& st) {
   const bool is_prefill = r->is_prefilling();
   int64_t n = std::min(r->num_tokens() - r->num_computed_tokens, st.budget_tokens);
-  if (is_prefill) n = std::min(n, st.prefill_budget_tokens);
+  if (is_prefill) n = prefill_tokens_within(r->num_computed_tokens, n, st);
   if (n <= 0) return true;
   const PrefixHit no_hit;
   while (!kv_->allocate(r->spec.id, no_hit, r->num_computed_tokens + n)) {
@@ -136,7 +168,7 @@ bool Scheduler::schedule_running(Request* r, StepState& st) {
   }
   st.grants.push_back({r, n, false});
   st.budget_tokens -= n;
-  if (is_prefill) st.prefill_budget_tokens -= n;
+  if (is_prefill) charge_prefill(r->num_computed_tokens, n, st);
   return true;
 }
 
@@ -148,14 +180,21 @@ bool Scheduler::can_preempt_for(const Request& waiting) const {
 bool Scheduler::admit_waiting(size_t index, StepState& st) {
   Request* r = waiting_[index];
   if (st.was_preempted(r)) return false;  // it keeps its place; next step
+  const bool is_full = static_cast<int32_t>(running_.size()) >= options_.effective_max_num_seqs();
+  if (is_full && st.granted_prefill && can_preempt_for(*r)) {
+    // Preempt for it only if what is left of the prefill budget admits it.
+    const PrefixHit probe = kv_->find_prefix(r->spec.id, r->tokens, r->spec.cache_salt);
+    if (prefill_tokens_within(probe.num_tokens, 1, st) == 0) return false;
+  }
   while (static_cast<int32_t>(running_.size()) >= options_.effective_max_num_seqs()) {
     if (!can_preempt_for(*r)) return false;
     preempt(running_.back(), st);
   }
   const RequestId id = r->spec.id;
   const PrefixHit hit = kv_->find_prefix(id, r->tokens, r->spec.cache_salt);
-  const int64_t n = std::min({r->num_tokens() - hit.num_tokens, st.budget_tokens,
-                              st.prefill_budget_tokens});
+  const int64_t n = prefill_tokens_within(
+      hit.num_tokens, std::min(r->num_tokens() - hit.num_tokens, st.budget_tokens), st);
+  if (n <= 0) return false;
   while (!kv_->allocate(id, hit, hit.num_tokens + n)) {
     if (!can_preempt_for(*r)) return false;
     preempt(running_.back(), st);
@@ -172,7 +211,7 @@ bool Scheduler::admit_waiting(size_t index, StepState& st) {
   insert_sorted(&running_, r);
   st.grants.push_back({r, n, is_first_step});
   st.budget_tokens -= n;
-  st.prefill_budget_tokens -= n;
+  charge_prefill(hit.num_tokens, n, st);
   return true;
 }
 
@@ -190,10 +229,10 @@ StepPlan Scheduler::schedule() {
   for (int pass = 0; pass < 2; ++pass) {
     const bool want_prefill = pass == 1;
     if (want_prefill && options_.max_prefill_tokens > 0 && !st.grants.empty()) {
-      st.prefill_budget_tokens = options_.max_prefill_tokens;  // decodes are running
+      st.prefill_budget = static_cast<double>(options_.max_prefill_tokens);  // decodes run
     }
-    for (size_t i = 0; i < running_.size() && st.budget_tokens > 0 &&
-                       (!want_prefill || st.prefill_budget_tokens > 0);) {
+    for (size_t i = 0;
+         i < running_.size() && st.budget_tokens > 0 && (!want_prefill || st.prefill_budget > 0);) {
       Request* r = running_[i];
       if (r->is_prefilling() != want_prefill) {
         ++i;
@@ -205,8 +244,7 @@ StepPlan Scheduler::schedule() {
   }
   // Admissions, best first, head of line. A sibling whose prefix source is
   // still computing the shared prompt waits for it without blocking others.
-  for (size_t w = 0; w < waiting_.size() && st.budget_tokens > 0 &&
-                     st.prefill_budget_tokens > 0;) {
+  for (size_t w = 0; w < waiting_.size() && st.budget_tokens > 0 && st.prefill_budget > 0;) {
     const Request* r = waiting_[w];
     if (r->spec.prefix_source_id != 0) {
       const Request* source = find(r->spec.prefix_source_id);

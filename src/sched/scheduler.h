@@ -105,6 +105,14 @@ class Scheduler {
   // Grants tokens to running request `r`, preempting as needed. Returns
   // false if `r` itself was preempted.
   bool schedule_running(Request* r, StepState& st);
+  // The cost of prompt tokens [start, start + n) against the prefill budget
+  // (see SchedulerOptions::prefill_cost_context_len).
+  double prefill_cost(int64_t start, int64_t n) const;
+  // The most of max_n prompt tokens from position `start` that fit the
+  // step's prefill budget (at least one if none was granted yet), and the
+  // charge for granting n of them.
+  int64_t prefill_tokens_within(int64_t start, int64_t max_n, const StepState& st) const;
+  void charge_prefill(int64_t start, int64_t n, StepState& st) const;
   // Tries to admit waiting_[index]; returns false when the waiting pass stops.
   bool admit_waiting(size_t index, StepState& st);
   bool can_preempt_for(const Request& waiting) const;

@@ -24,6 +24,9 @@ Status SchedulerOptions::validate() const {
   if (max_prefill_tokens < 0) {
     return invalid_argument("scheduler: --max-prefill-tokens must be >= 0");
   }
+  if (prefill_cost_context_len < 0) {
+    return invalid_argument("scheduler: prefill_cost_context_len must be >= 0");
+  }
   if (max_model_len < 2) return invalid_argument("scheduler: --max-model-len must be >= 2");
   if (priority_aging_ns < 0 || priority_aging_ns > 1'000'000'000'000) {
     return invalid_argument("scheduler: priority aging must be in [0, 1000] seconds");

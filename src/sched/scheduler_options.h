@@ -41,6 +41,15 @@ struct SchedulerOptions {
   // (a lone long prompt) still prefills at the full budget. Unlike
   // max_num_batched_tokens it does not cap how many requests run at once.
   int64_t max_prefill_tokens = 0;
+  // How max_prefill_tokens counts a prompt token: one at position p counts
+  // 1 + p / prefill_cost_context_len (0: every token counts 1). A prompt
+  // token's weight matmuls cost the same at any position, but its attention
+  // reads all p earlier positions, so late chunks of a long prompt cost more
+  // per token; counting that keeps a step's latency, not its token count,
+  // under the knob, and the chunks shrink as the prompt goes on. Still at
+  // least one prompt token per step, so a prompt always advances. The engine
+  // sets it from the model's shape (EngineOptions::prefill_attention_cost).
+  int64_t prefill_cost_context_len = 0;
   // Longest prompt + output (--max-model-len); requests beyond it are
   // rejected at admission. >= 2.
   int64_t max_model_len = 4096;

@@ -37,6 +37,10 @@ void run_workload(const WorkloadConfig& cfg, WorkloadResult* result) {
   o.max_num_batched_tokens = cfg.max_batched;
   o.max_num_seqs = cfg.max_seqs;
   o.max_model_len = 256;
+  // Some runs cap prompt tokens while others decode, some weighting each
+  // by its context.
+  o.max_prefill_tokens = cfg.seed % 3 == 0 ? 0 : 6;
+  o.prefill_cost_context_len = cfg.seed % 2 == 0 ? 0 : 40;
   Harness h(cfg.num_blocks, cfg.block_size, o);
   std::mt19937_64 rng(cfg.seed);
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };

@@ -125,6 +125,53 @@ TEST(SchedulerTest, PrefillChunkIsCappedOnlyWhileRequestsDecode) {
   EXPECT_EQ(h.kv.num_free_blocks(), 64);
 }
 
+// With prefill_cost_context_len = L, a prompt token at position p counts
+// 1 + p / L against max_prefill_tokens: chunks shrink as the prompt's
+// context grows, and still one token goes when even one costs more than the
+// whole budget.
+TEST(SchedulerTest, PrefillChunksShrinkWithTheirContextCost) {
+  SchedulerOptions o = opts(512);
+  o.max_prefill_tokens = 10;
+  o.prefill_cost_context_len = 100;
+  Harness h(2048, 16, o);
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 4, 1000)).is_ok());
+  EXPECT_EQ(plan_counts(h.step()), (std::vector<int32_t>{4}));  // alone: uncapped
+  ASSERT_TRUE(h.sched.add_request(make_spec(2, 1200, 5)).is_ok());
+  // Positions 0..8 cost 9 + 36/100 = 9.36 <= 10; 0..9 would cost 10.45.
+  StepPlan p = h.step();
+  EXPECT_EQ(plan_ids(p), (Ids{1, 2}));
+  EXPECT_EQ(plan_counts(p), (std::vector<int32_t>{1, 9}));
+  // Positions 9..17 would cost 9 + (81 + 36) / 100 = 10.17; 9..16 cost 9.00.
+  p = h.step();
+  EXPECT_EQ(plan_counts(p), (std::vector<int32_t>{1, 8}));
+  // Later chunks are smaller: sum the chunk sizes until position 200.
+  int64_t pos = 17;
+  int32_t last = 0;
+  while (pos < 200) {
+    p = h.step();
+    ASSERT_EQ(p.requests.size(), 2u);
+    last = p.requests[1].num_new_tokens;
+    // The chunk fits the budget and one more token would not.
+    const double len = 100.0;
+    auto cost = [&](int64_t start, int64_t n) {
+      return n + (n * static_cast<double>(start) + n * (n - 1) / 2.0) / len;
+    };
+    EXPECT_LE(cost(pos, last), 10.0) << pos;
+    EXPECT_GT(cost(pos, last + 1), 10.0) << pos;
+    pos += last;
+  }
+  EXPECT_EQ(last, 3);  // around position 200 a token costs ~3
+  // Past position 900 one token costs more than 10: still one per step.
+  while (pos < 1000) {
+    p = h.step();
+    pos += p.requests[1].num_new_tokens;
+  }
+  p = h.step();
+  EXPECT_EQ(plan_counts(p), (std::vector<int32_t>{1, 1}));
+  h.run_to_completion();
+  EXPECT_EQ(h.kv.num_free_blocks(), 2048);
+}
+
 TEST(SchedulerTest, RunningDecodeGoesBeforeABetterRunningPrefill) {
   Harness h(64, 4, opts(16, 256, SchedulingPolicy::kPriority));
   ASSERT_TRUE(h.sched.add_request(make_spec(2, 2, 50, /*priority=*/1)).is_ok());
