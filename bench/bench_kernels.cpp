@@ -22,6 +22,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
+#include "kernels/packed_weight.h"
 #include "kernels/matmul_kquant_avx512.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
@@ -51,7 +52,9 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
 // full matrix would dominate start-up; the bytes moved are the same).
 struct BenchWeight {
   std::vector<uint8_t> bytes;
-  WeightView view;
+  WeightView view;  // as a model loads it: packed where this CPU's kernel repacks
+  WeightView gguf_view;
+  std::unique_ptr<PackedWeight> packed;
 };
 
 std::unique_ptr<BenchWeight> make_weight(DType t, int64_t rows, int64_t cols, uint32_t seed) {
@@ -66,6 +69,9 @@ std::unique_ptr<BenchWeight> make_weight(DType t, int64_t rows, int64_t cols, ui
     std::memcpy(w->bytes.data() + r * row_bytes, tile.data(), n * row_bytes);
   }
   w->view = {t, rows, cols, w->bytes.data(), row_bytes};
+  w->gguf_view = w->view;
+  w->packed = PackedWeight::pack(w->view);
+  if (w->packed != nullptr) w->view = w->packed->view();
   return w;
 }
 
@@ -151,10 +157,12 @@ BENCHMARK(BM_MatmulKQuantAvx512)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// Every matmul of a TinyLlama-1.1B forward pass over n tokens.
+// Every matmul of a TinyLlama-1.1B forward pass over n tokens; layout 1 =
+// as a model loads (packed where this CPU repacks), 0 = the GGUF layout.
 void BM_ModelStep(benchmark::State& state) {
   const auto type = static_cast<DType>(state.range(0));
   const int64_t n = state.range(1);
+  const bool as_loaded = state.range(2) != 0;
   constexpr int kLayers = 22;
   constexpr int64_t kHidden = 2048, kFfn = 5632, kKv = 256, kVocab = 32000;
   struct Layer {
@@ -182,10 +190,10 @@ void BM_ModelStep(benchmark::State& state) {
   for (auto _ : state) {
     for (auto& l : layers) {
       for (auto* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
-        matmul((*w)->view, x.data(), n, y.data(), pool());
+        matmul(as_loaded ? (*w)->view : (*w)->gguf_view, x.data(), n, y.data(), pool());
       }
     }
-    matmul(out->view, x.data(), 1, logits.data(), pool());  // logits for the last token only
+    matmul(as_loaded ? out->view : out->gguf_view, x.data(), 1, logits.data(), pool());  // logits for the last token only
     benchmark::DoNotOptimize(logits.data());
   }
   const double iters = static_cast<double>(state.iterations());
@@ -197,39 +205,74 @@ void BM_ModelStep(benchmark::State& state) {
 BENCHMARK(BM_ModelStep)
     ->ArgsProduct({{static_cast<int64_t>(DType::kF16), static_cast<int64_t>(DType::kQ8_0),
                     static_cast<int64_t>(DType::kQ4_0), static_cast<int64_t>(DType::kQ4_K)},
-                   {1, 512}})
-    ->ArgNames({"type", "n"})
+                   {1, 8, 24, 32, 512},
+                   {1, 0}})
+    ->ArgNames({"type", "n", "layout"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// Paged attention at TinyLlama shapes (32 query / 4 KV heads of 64, blocks
+// of 16). Args: ctx = context of the chunk's sequence, n = tokens of that
+// sequence in the batch (its last n positions: a decode for 1, a prefill
+// chunk or a whole prompt otherwise), decodes = extra decode tokens of other
+// sequences at context 100 placed first in the batch (a mixed step).
+// Counters: GFLOPS = 4 * n_heads * head_dim * positions attended (over all
+// tokens) / time; kv_bytes_per_second = fp16 K+V bytes read per token once.
 void BM_PagedAttention(benchmark::State& state) {
   const int n_heads = 32, n_kv = 4, hd = 64, bs = 16;
-  const int64_t ctx = state.range(0), n_tokens = state.range(1);
-  const int64_t n_blocks = (ctx + bs - 1) / bs + 1;
+  const int64_t ctx = state.range(0), n_chunk = state.range(1), n_decodes = state.range(2);
+  constexpr int64_t kDecodeCtx = 100;
+  const int64_t chunk_blocks = (ctx + bs - 1) / bs, decode_blocks = (kDecodeCtx + bs - 1) / bs;
+  const int64_t n_blocks = chunk_blocks + n_decodes * decode_blocks + 1;
   std::vector<uint16_t> k(n_blocks * bs * n_kv * hd), v(k.size());
   const auto kv_src = random_floats(k.size(), 4);
   for (size_t i = 0; i < k.size(); ++i) k[i] = v[i] = fp32_to_fp16(kv_src[i]);
-  std::vector<int32_t> table(n_blocks);
-  for (int64_t i = 0; i < n_blocks; ++i) table[i] = static_cast<int32_t>(n_blocks - 1 - i);
-  const int32_t* tables[1] = {table.data()};
-  std::vector<int32_t> pos(n_tokens), seq(n_tokens, 0);
-  for (int64_t t = 0; t < n_tokens; ++t) pos[t] = static_cast<int32_t>(ctx - n_tokens + t);
+  // Physical blocks handed out backwards, so tables are not the identity.
+  int32_t next_block = static_cast<int32_t>(n_blocks - 1);
+  std::vector<std::vector<int32_t>> tables(n_decodes + 1);
+  for (int64_t s = 0; s <= n_decodes; ++s) {
+    const int64_t blocks = s < n_decodes ? decode_blocks : chunk_blocks;
+    for (int64_t i = 0; i < blocks; ++i) tables[s].push_back(next_block--);
+  }
+  std::vector<const int32_t*> table_ptrs;
+  for (auto& t : tables) table_ptrs.push_back(t.data());
+  std::vector<int32_t> pos, seq;
+  for (int64_t s = 0; s < n_decodes; ++s) {
+    pos.push_back(static_cast<int32_t>(kDecodeCtx - 1));
+    seq.push_back(static_cast<int32_t>(s));
+  }
+  for (int64_t t = 0; t < n_chunk; ++t) {
+    pos.push_back(static_cast<int32_t>(ctx - n_chunk + t));
+    seq.push_back(static_cast<int32_t>(n_decodes));
+  }
+  const int64_t n_tokens = static_cast<int64_t>(pos.size());
+  double positions = 0;
+  for (int32_t p : pos) positions += p + 1;
   KvLayerView view{k.data(), v.data(), n_blocks, bs, n_kv, hd};
-  AttentionBatch batch{n_tokens, pos.data(), seq.data(), tables};
+  AttentionBatch batch{n_tokens, pos.data(), seq.data(), table_ptrs.data()};
   const auto q = random_floats(n_tokens * n_heads * hd, 5);
   std::vector<float> out(q.size());
   for (auto _ : state) {
     paged_attention(q.data(), view, batch, n_heads, 0.125f, out.data(), pool());
     benchmark::DoNotOptimize(out.data());
   }
-  state.counters["kv_bytes_per_second"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * n_tokens * ctx * n_kv * hd * 2 * 2 / 2,
-      benchmark::Counter::kIsRate);
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GFLOPS"] = benchmark::Counter(iters * 4.0 * n_heads * hd * positions * 1e-9,
+                                                benchmark::Counter::kIsRate);
+  state.counters["kv_bytes_per_second"] =
+      benchmark::Counter(iters * positions * n_kv * hd * 2 * 2, benchmark::Counter::kIsRate);
+  state.SetLabel(kernel_isa_name(kernel_isa()));
 }
 BENCHMARK(BM_PagedAttention)
-    ->Args({512, 1})
-    ->Args({2048, 1})
-    ->Args({512, 512})
+    ->ArgNames({"ctx", "n", "decodes"})
+    ->Args({512, 1, 0})
+    ->Args({2048, 1, 0})
+    ->Args({512, 512, 0})
+    ->Args({4000, 16, 0})
+    ->Args({4000, 32, 0})
+    ->Args({4000, 16, 8})
+    ->Args({3000, 8, 8})
+    ->Args({4000, 1, 0})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -9,7 +9,8 @@
 // and attends to positions [0, pos[t]] of that sequence (its own K/V must
 // already be written, see write_kv). Two passes per (token, KV head): all
 // scores, then softmax and the weighted sum of V; the query heads of one KV
-// head group are processed together so each K/V row is converted once.
+// head group (and, on AVX-512, the tokens of a prefill chunk) are processed
+// together so each K/V row is converted once for all of them.
 #pragma once
 
 #include <cstdint>
@@ -41,12 +42,20 @@ void write_kv(const KvLayerView& kv, const float* k, const float* v, const int32
               int64_t n_tokens);
 
 // out, q: [n_tokens][n_heads][head_dim]. scale is usually 1/sqrt(head_dim).
-// n_heads must be a multiple of kv.n_kv_heads (GQA groups). Threads split
-// the (token, kv_head) pairs. The numerics follow llama.cpp's non-flash CPU
-// attention: q is rounded to fp16 for K·q; the softmax weights (max
-// subtracted, exp, sum in double) are normalized and rounded to fp16 before
-// the V product; dot products and accumulators are fp32. Scratch grows with
-// pos[t] (group * (pos + 1) floats per thread).
+// n_heads must be a multiple of kv.n_kv_heads (GQA groups). The numerics
+// follow llama.cpp's non-flash CPU attention: q is rounded to fp16 for K·q;
+// the softmax weights (max subtracted, exp, sum in double) are normalized
+// and rounded to fp16 before the V product; dot products and accumulators
+// are fp32, each in a fixed order per output value.
+//
+// Work: on AVX-512, consecutive batch tokens of one sequence at consecutive
+// positions (a prefill chunk) are processed as tiles of up to 16 tokens per
+// KV head, so each K/V block is converted once per tile; threads take
+// contiguous runs of (tile, KV head) tasks of about equal cost (positions
+// attended). Neither the tiling nor the thread count changes any bit of
+// the output: a token's result is the same alone or in any batch.
+// Scratch per thread grows with the context: about
+// min(16, 2 MiB / (4 * group * (pos + 1))) * group * (pos + 1) floats.
 void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch& batch,
                      int n_heads, float scale, float* out, ThreadPool& pool);
 

@@ -1,20 +1,25 @@
-// Internal to src/kernels: the two per-block steps of paged attention, each
-// with a scalar (attention.cpp), an AVX2 (attention_avx2.cpp) and an
-// AVX-512 (attention_avx512.cpp) version.
+// Internal to src/kernels: the steps of paged attention below the public
+// entry point, per ISA: scalar (attention.cpp), AVX2 (attention_avx2.cpp)
+// and AVX-512 (attention_avx512.cpp).
 //
 // For the `group` query heads that share one KV head, attention runs in two
 // passes over the sequence's KV blocks, as llama.cpp's non-flash CPU path
 // computes it (softmax(scale · K·q) then V·p, both matmuls over fp16):
-//   1. score_block:      s_hj = scale * (q_h · k_j), q_h already rounded to
-//                        fp16, dot in fp32;
+//   1. scores:  s_hj = scale * (q_h · k_j), q_h rounded to fp16, the dot an
+//               fp32 FMA chain over i = 0..head_dim-1 in that order, from 0
+//               (the AVX2 step sums 8 partial chains instead);
 //   (softmax_weights over the whole row: p_hj = fp16(e^(s_hj - m_h) / sum_h))
-//   2. accumulate_block: acc_h += sum_j p_hj v_j in fp32.
+//   2. values:  acc_h[i] = fma(p_hj, v_ji, acc_h[i]) for j = 0..pos in order.
+// Each output value depends only on its own token's row, never on which
+// other tokens or heads are computed alongside it: that is what keeps the
+// results batch-invariant.
 #pragma once
 
 #include <cstdint>
 
 namespace strata {
 
+// One KV block's worth of work for the scalar and AVX2 steps.
 struct AttendBlockArgs {
   const float* q = nullptr;     // [group][head_dim], values exactly representable in fp16
   const uint16_t* k = nullptr;  // position j at k + j * row_stride, fp16 [head_dim]
@@ -32,6 +37,26 @@ struct AttendBlockArgs {
   float* kv_f32 = nullptr;  // scratch [block_size][head_dim]
 };
 
+// A tile for the AVX-512 path: num_tokens consecutive batch tokens of one
+// sequence at consecutive positions (a prefill chunk, or a single token),
+// times the `group` query heads of one KV head. Every K block is converted
+// and transposed once for the whole tile and every V block converted once.
+struct AttendTileArgs {
+  const float* q = nullptr;   // row (token t, head h) at q + t * token_stride + h * head_dim
+  float* out = nullptr;       // same layout as q
+  int64_t token_stride = 0;   // n_heads * head_dim
+  int num_tokens = 0;         // >= 1
+  int64_t first_num_pos = 0;  // token t attends positions [0, first_num_pos + t)
+  const int32_t* block_table = nullptr;  // the sequence's physical block ids
+  const uint16_t* k = nullptr;  // the KV head's slice of physical block 0 (k + g * head_dim)
+  const uint16_t* v = nullptr;
+  int64_t row_stride = 0;  // elements between consecutive slots (n_kv_heads * head_dim)
+  int block_size = 16;
+  int group = 0;
+  int head_dim = 0;
+  float scale = 1.0f;
+};
+
 // Turns one row of n scores into softmax weights in place, each rounded to
 // fp16 (as llama.cpp converts them before the V product): subtract the max,
 // exp, sum in double, multiply by the fp32 reciprocal of the sum.
@@ -40,16 +65,22 @@ void softmax_weights_scalar(float* s, int64_t n);
 namespace avx2 {
 void score_block(const AttendBlockArgs& a);
 void accumulate_block(const AttendBlockArgs& a);
+// The vector softmax: exps summed 8 at a time in fp32 (a fixed tree), the
+// partial sums added to a double in position order.
 void softmax_weights(float* s, int64_t n);
 // dst[i] = fp16-rounded src[i], n elements.
 void round_to_fp16(const float* src, float* dst, int64_t n);
 }  // namespace avx2
 
 namespace avx512 {
-// Whether the AVX-512 steps handle this head size (a multiple of 16).
+// Whether the AVX-512 path handles this head size (a multiple of 16).
 bool attention_supports(int head_dim);
-void score_block(const AttendBlockArgs& a);
-void accumulate_block(const AttendBlockArgs& a);
+// Both passes for one tile; writes the tile's outputs, bit for bit what
+// running each token alone (a tile of one) gives.
+void attend_tile(const AttendTileArgs& a);
+// avx2::softmax_weights with 16-wide exps, same bits, for `rows` rows of n
+// scores each at s + r * stride, interleaved so the double sums overlap.
+void softmax_weights_rows(float* s, int64_t stride, int rows, int64_t n);
 }  // namespace avx512
 
 }  // namespace strata

@@ -4,14 +4,21 @@
 // batch. The dense version rounds q and the normalized softmax weights to
 // fp16 as the kernels do (llama.cpp's numerics), and a second check shows
 // that rounding is really there.
+//
+// Batch invariance: every token's output of a mixed batch (decodes, a
+// prefill chunk, tokens that break a chunk) is bit for bit what the same
+// token gives alone, for any thread count.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "kernels/attention.h"
+#include "kernels/attention_block.h"
 #include "kernels/fp16.h"
 #include "test_support.h"
 
@@ -166,6 +173,148 @@ TEST(PagedAttention, SmallBlocksHeadDim16) {
 TEST(PagedAttention, LongSequenceLargeScores) {
   // 14:2 heads, head_dim 128, a long context so online-softmax rescaling kicks in.
   run_case({14, 2, 128, 16, {300}, {2}}, 5);
+}
+
+// A KV cache holding sequences of the given lengths (random fp16 K/V,
+// shuffled physical blocks; unused slots hold NaN).
+struct Cache {
+  int n_kv_heads, head_dim, block_size;
+  std::vector<uint16_t> k, v;
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<const int32_t*> table_ptrs;
+  KvLayerView view;
+
+  Cache(int n_kv, int hd, int bs, const std::vector<int>& seq_lens, uint32_t seed)
+      : n_kv_heads(n_kv), head_dim(hd), block_size(bs) {
+    std::mt19937 rng(seed);
+    int total_blocks = 1;
+    for (int len : seq_lens) total_blocks += (len + bs - 1) / bs;
+    std::vector<int32_t> physical(total_blocks - 1);
+    std::iota(physical.begin(), physical.end(), 1);
+    std::shuffle(physical.begin(), physical.end(), rng);
+    const int row = n_kv * hd;
+    k.assign(size_t(total_blocks) * bs * row, 0x7e00);  // NaN
+    v.assign(k.size(), 0x7e00);
+    view = KvLayerView{k.data(), v.data(), total_blocks, bs, n_kv, hd};
+    size_t next = 0;
+    for (size_t s = 0; s < seq_lens.size(); ++s) {
+      const int len = seq_lens[s];
+      tables.emplace_back();
+      for (int b = 0; b < (len + bs - 1) / bs; ++b) tables.back().push_back(physical[next++]);
+      std::vector<int32_t> slots(len);
+      for (int p = 0; p < len; ++p) slots[p] = tables.back()[p / bs] * bs + p % bs;
+      const auto kk = random_floats(size_t(len) * row, seed * 31 + uint32_t(s));
+      const auto vv = random_floats(size_t(len) * row, seed * 37 + uint32_t(s));
+      write_kv(view, kk.data(), vv.data(), slots.data(), len);
+    }
+    for (auto& t : tables) table_ptrs.push_back(t.data());
+  }
+};
+
+// Runs the batch once per thread count and each token alone, and requires
+// the same bits.
+void expect_batch_invariant(const Cache& cache, int n_heads, const std::vector<int32_t>& pos,
+                            const std::vector<int32_t>& seq, uint32_t seed) {
+  const int hd = cache.head_dim;
+  const int64_t n_tokens = static_cast<int64_t>(pos.size());
+  const size_t token_floats = size_t(n_heads) * hd;
+  const auto q = random_floats(n_tokens * token_floats, seed);
+  const float scale = 1.0f / std::sqrt(float(hd));
+  std::vector<float> alone(q.size(), NAN);
+  ThreadPool one(1);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    AttentionBatch b{1, &pos[t], &seq[t], cache.table_ptrs.data()};
+    paged_attention(q.data() + t * token_floats, cache.view, b, n_heads, scale,
+                    alone.data() + t * token_floats, one);
+  }
+  AttentionBatch batch{n_tokens, pos.data(), seq.data(), cache.table_ptrs.data()};
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    std::vector<float> got(q.size(), NAN);
+    paged_attention(q.data(), cache.view, batch, n_heads, scale, got.data(), pool);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      ASSERT_EQ(0, std::memcmp(got.data() + t * token_floats, alone.data() + t * token_floats,
+                               token_floats * sizeof(float)))
+          << kernel_isa_name(kernel_isa()) << " threads=" << threads << " token " << t << " (seq "
+          << seq[t] << ", pos " << pos[t] << ")";
+    }
+  }
+}
+
+// Decodes of three sequences, a prefill chunk of `chunk` consecutive tokens
+// of a fourth (ending at position chunk_ctx - 1), then tokens that do not
+// continue it: an earlier position of the chunk's sequence, another
+// sequence in the middle, a repeated position.
+void run_mixed_batch(int n_kv, int group, int hd, int bs, int chunk, uint32_t seed) {
+  const int chunk_ctx = 70 + chunk;
+  const Cache cache(n_kv, hd, bs, {1, 19, 50, chunk_ctx}, seed);
+  std::vector<int32_t> pos = {0, 18, 49}, seq = {0, 1, 2};
+  for (int i = 0; i < chunk; ++i) {
+    pos.push_back(chunk_ctx - chunk + i);
+    seq.push_back(3);
+  }
+  for (auto [p, s] : std::vector<std::pair<int, int>>{
+           {33, 3}, {34, 3}, {20, 2}, {35, 3}, {35, 3}, {chunk_ctx - 1, 3}, {5, 1}}) {
+    pos.push_back(p);
+    seq.push_back(s);
+  }
+  expect_batch_invariant(cache, n_kv * group, pos, seq, seed + 1);
+}
+
+TEST(PagedAttentionBatchInvariance, MixedBatchesBestIsa) {
+  // Every group size, head size and block size on the fastest path (the
+  // AVX-512 tiles where the CPU has them; head_dim 40 takes the AVX2 steps).
+  uint32_t seed = 100;
+  for (int hd : {64, 128, 40}) {
+    for (int group : {1, 2, 4, 8}) {
+      for (int bs : {16, 32, 7}) {
+        for (int chunk : {1, 5, 16, 37}) {
+          SCOPED_TRACE(::testing::Message()
+                       << "hd=" << hd << " group=" << group << " bs=" << bs << " chunk=" << chunk);
+          run_mixed_batch(2, group, hd, bs, chunk, ++seed);
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST(PagedAttentionBatchInvariance, MixedBatchesEveryIsa) {
+  for (KernelIsa isa : isas_to_test()) {
+    ScopedIsa scoped(isa);
+    run_mixed_batch(2, 4, 64, 16, 13, 7);
+    run_mixed_batch(1, 8, 48, 7, 6, 8);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(PagedAttentionBatchInvariance, LongContextChunk) {
+  // A 32-token chunk at a context of ~1000 (many blocks, several tiles),
+  // beside two decodes, TinyLlama's head shape.
+  const Cache cache(2, 64, 16, {1000, 300, 9}, 77);
+  std::vector<int32_t> pos = {299, 8}, seq = {1, 2};
+  for (int i = 0; i < 32; ++i) {
+    pos.push_back(968 + i);
+    seq.push_back(0);
+  }
+  expect_batch_invariant(cache, 16, pos, seq, 78);
+}
+
+TEST(PagedAttentionSoftmax, Avx512RowsMatchAvx2Bits) {
+  if (detected_kernel_isa() != KernelIsa::kAvx512Vnni) GTEST_SKIP() << "no AVX-512";
+  for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 24, 31, 33, 100, 257}) {
+    const int rows = 7;
+    const int64_t stride = n + 5;
+    auto scores = random_floats(size_t(rows) * stride, uint32_t(n), 4.0f);
+    auto want = scores;
+    for (int r = 0; r < rows; ++r) avx2::softmax_weights(want.data() + r * stride, n);
+    avx512::softmax_weights_rows(scores.data(), stride, rows, n);
+    for (int r = 0; r < rows; ++r) {
+      ASSERT_EQ(
+          0, std::memcmp(scores.data() + r * stride, want.data() + r * stride, n * sizeof(float)))
+          << "n=" << n << " row " << r;
+    }
+  }
 }
 
 TEST(WriteKv, NegativeSlotIsSkipped) {
