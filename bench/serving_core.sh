@@ -2,10 +2,12 @@
 # The serving core's performance figures (issue 3) on the TinyLlama-1.1B shape,
 # Q8_0, 2 threads: KV waste, batched decode at 1..32 streams, shared-prefix
 # TTFT, and the chunked-prefill sweep that picks the CPU default of
-# --max-num-batched-tokens. Also one `strata bench throughput` run.
+# --max-prefill-tokens (prompt tokens per step while others decode). Also one `strata bench throughput` run.
 # Usage: bench/serving_core.sh BUILD_DIR [scenario...]   (scenarios: waste
 #        decode prefix chunked throughput; default: all)
-# Env: THREADS (2), BUDGETS (16,32,64,128,256,512,1024,2048).
+# Env: THREADS (2), BUDGETS (16,32,64,128,256,512,1024,2048): the
+# --max-prefill-tokens values swept; ATTENTION_COST (the engine's default
+# --prefill-attention-cost; 0 counts prompt tokens only).
 # Generates BUILD_DIR/tinyllama-q8_0.gguf (random weights, seeded) if missing.
 # Takes ~15-25 minutes on a 2-core host, most of it the chunked sweep.
 set -euo pipefail
@@ -13,6 +15,8 @@ build=${1:?usage: serving_core.sh BUILD_DIR [scenario...]}
 shift
 threads=${THREADS:-2}
 budgets=${BUDGETS:-16,32,64,128,256,512,1024,2048}
+cost_args=()
+[ -z "${ATTENTION_COST:-}" ] || cost_args=(--attention-cost "$ATTENTION_COST")
 model="$build/tinyllama-q8_0.gguf"
 cmake --build "$build" --target strata strata-mkmodel bench_serving_core >/dev/null
 if [ ! -f "$model" ]; then
@@ -27,7 +31,8 @@ for s in "${scenarios[@]}"; do
   if [ "$s" = throughput ]; then run_throughput=1; else core+=("$s"); fi
 done
 if [ ${#core[@]} -gt 0 ]; then
-  "$build/bench_serving_core" "$model" "${core[@]}" --threads "$threads" --budgets "$budgets"
+  "$build/bench_serving_core" "$model" "${core[@]}" --threads "$threads" --budgets "$budgets" \
+    "${cost_args[@]}"
 fi
 if [ $run_throughput = 1 ]; then
   echo
