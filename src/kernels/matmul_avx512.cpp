@@ -369,6 +369,20 @@ inline void with_tokens(int toks, Fn&& fn) {
   }
 }
 
+// For each group of up to kTokenTile tokens t.. of the n activation rows:
+// fn(integral_constant<int, T>, their row pointers, y + t * out_stride, t).
+template <class Fn>
+inline void for_token_groups(const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
+                             int64_t out_stride, Fn&& fn) {
+  for (int64_t t = 0; t < n; t += kTokenTile) {
+    const int toks = static_cast<int>(std::min<int64_t>(kTokenTile, n - t));
+    const uint8_t* xr[kTokenTile];
+    for (int i = 0; i < toks; ++i) xr[i] = x_enc + static_cast<size_t>(t + i) * x_row_bytes;
+    const uint8_t* const* rows = xr;
+    with_tokens(toks, [&](auto tc) { fn(tc, rows, y + t * out_stride, t); });
+  }
+}
+
 // A thread-local, 64-byte aligned array of nb tile blocks, reused across
 // calls (no allocation after warm-up).
 TileBlock* tile_scratch(int64_t nb) {
@@ -396,23 +410,18 @@ void matmul_tiles(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
         load(rt, b, &packed[b]);
       }
     }
-    for (int64_t t = 0; t < n; t += kTokenTile) {
-      const int toks = static_cast<int>(std::min<int64_t>(kTokenTile, n - t));
-      const uint8_t* xr[kTokenTile];
-      for (int i = 0; i < toks; ++i) xr[i] = x_enc + static_cast<size_t>(t + i) * x_row_bytes;
-      float* out = y + t * w.rows + r;
-      with_tokens(toks, [&](auto tc) {
-        constexpr int T = decltype(tc)::value;
-        if (pack) {
-          packed_tile<T>(packed, nb, xr, out, w.rows, mask);
-        } else {
-          direct_tile<T>(rt, nb, xr, out, w.rows, mask, load, [&](int64_t b) {
-            prefetch(b);
-            prefetch_rows_ahead(rt, b, kBlockBytes);
-          });
-        }
-      });
-    }
+    for_token_groups(x_enc, x_row_bytes, n, y + r, w.rows,
+                     [&](auto tc, auto xr, float* out, int64_t) {
+                       constexpr int T = decltype(tc)::value;
+                       if (pack) {
+                         packed_tile<T>(packed, nb, xr, out, w.rows, mask);
+                       } else {
+                         direct_tile<T>(rt, nb, xr, out, w.rows, mask, load, [&](int64_t b) {
+                           prefetch(b);
+                           prefetch_rows_ahead(rt, b, kBlockBytes);
+                         });
+                       }
+                     });
   }
 }
 
@@ -438,20 +447,15 @@ void matmul_tiled(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
       for (size_t o = 0; o < prefetch_per_block; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
     };
     const auto no_prefetch = [](int64_t) {};
-    for (int64_t t = 0; t < n; t += kTokenTile) {
-      const int toks = static_cast<int>(std::min<int64_t>(kTokenTile, n - t));
-      const uint8_t* xr[kTokenTile];
-      for (int i = 0; i < toks; ++i) xr[i] = x_enc + static_cast<size_t>(t + i) * x_row_bytes;
-      float* out = y + t * w.rows + r;
-      with_tokens(toks, [&](auto tc) {
-        constexpr int T = decltype(tc)::value;
-        if (t == 0) {
-          direct_tile<T>(tile, nb, xr, out, w.rows, mask, load, prefetch_next);
-        } else {
-          direct_tile<T>(tile, nb, xr, out, w.rows, mask, load, no_prefetch);
-        }
-      });
-    }
+    for_token_groups(x_enc, x_row_bytes, n, y + r, w.rows,
+                     [&](auto tc, auto xr, float* out, int64_t t) {
+                       constexpr int T = decltype(tc)::value;
+                       if (t == 0) {
+                         direct_tile<T>(tile, nb, xr, out, w.rows, mask, load, prefetch_next);
+                       } else {
+                         direct_tile<T>(tile, nb, xr, out, w.rows, mask, load, no_prefetch);
+                       }
+                     });
   }
 }
 
