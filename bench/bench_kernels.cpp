@@ -10,7 +10,9 @@
 //
 // Run: build-*/bench_kernels --benchmark_filter=... [--threads via STRATA_BENCH_THREADS]
 #include <benchmark/benchmark.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -215,24 +217,68 @@ BENCHMARK(BM_ModelStep)
 // of 16). Args: ctx = context of the chunk's sequence, n = tokens of that
 // sequence in the batch (its last n positions: a decode for 1, a prefill
 // chunk or a whole prompt otherwise), decodes = extra decode tokens of other
-// sequences at context 100 placed first in the batch (a mixed step).
+// sequences at context 100 placed first in the batch (a mixed step),
+// layers = KV layers walked per iteration, hp = 1 to ask for transparent
+// huge pages on the KV buffers (madvise; KvStorage does not today).
+// layers = 1: one K/V buffer, physical blocks handed out backwards (the
+// whole context stays in L2/L3 between iterations). layers > 1: the
+// engine's pattern: that many separate K/V buffers, each a pool twice the
+// needed size whose blocks are handed out in a random order, one
+// paged_attention call per layer per iteration (K/V come from DRAM).
 // Counters: GFLOPS = 4 * n_heads * head_dim * positions attended (over all
-// tokens) / time; kv_bytes_per_second = fp16 K+V bytes read per token once.
+// tokens and layers) / time; kv_bytes_per_second = fp16 K+V bytes read per
+// token once. E.g. --benchmark_filter='BM_PagedAttention/.*layers:22'.
+
+// One K or V buffer of n fp16 elements filled with src repeated; with
+// huge_pages, 2 MiB-aligned and advised MADV_HUGEPAGE before the first touch.
+struct FreeDeleter {
+  void operator()(uint16_t* p) const { std::free(p); }
+};
+std::unique_ptr<uint16_t, FreeDeleter> kv_buffer(size_t n, bool huge_pages,
+                                                 const std::vector<uint16_t>& src) {
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t bytes = (n * sizeof(uint16_t) + kHugePage - 1) / kHugePage * kHugePage;
+  auto* b = static_cast<uint16_t*>(std::aligned_alloc(huge_pages ? kHugePage : 4096, bytes));
+#ifdef MADV_HUGEPAGE
+  if (huge_pages) madvise(b, bytes, MADV_HUGEPAGE);
+#endif
+  for (size_t i = 0; i < n; i += src.size()) {
+    std::memcpy(b + i, src.data(), std::min(src.size(), n - i) * sizeof(uint16_t));
+  }
+  return std::unique_ptr<uint16_t, FreeDeleter>(b);
+}
+
 void BM_PagedAttention(benchmark::State& state) {
   const int n_heads = 32, n_kv = 4, hd = 64, bs = 16;
   const int64_t ctx = state.range(0), n_chunk = state.range(1), n_decodes = state.range(2);
+  const int n_layers = static_cast<int>(state.range(3));
+  const bool huge_pages = state.range(4) != 0;
   constexpr int64_t kDecodeCtx = 100;
   const int64_t chunk_blocks = (ctx + bs - 1) / bs, decode_blocks = (kDecodeCtx + bs - 1) / bs;
-  const int64_t n_blocks = chunk_blocks + n_decodes * decode_blocks + 1;
-  std::vector<uint16_t> k(n_blocks * bs * n_kv * hd), v(k.size());
-  const auto kv_src = random_floats(k.size(), 4);
-  for (size_t i = 0; i < k.size(); ++i) k[i] = v[i] = fp32_to_fp16(kv_src[i]);
-  // Physical blocks handed out backwards, so tables are not the identity.
-  int32_t next_block = static_cast<int32_t>(n_blocks - 1);
+  const int64_t used_blocks = chunk_blocks + n_decodes * decode_blocks;
+  const int64_t n_blocks = n_layers == 1 ? used_blocks + 1 : 2 * used_blocks;
+  // Physical block ids in the order they are handed out.
+  std::vector<int32_t> order(n_blocks);
+  for (int64_t i = 0; i < n_blocks; ++i) order[i] = static_cast<int32_t>(n_blocks - 1 - i);
+  if (n_layers > 1) std::shuffle(order.begin(), order.end(), std::mt19937(11));
+  int64_t next_block = 0;
   std::vector<std::vector<int32_t>> tables(n_decodes + 1);
   for (int64_t s = 0; s <= n_decodes; ++s) {
     const int64_t blocks = s < n_decodes ? decode_blocks : chunk_blocks;
-    for (int64_t i = 0; i < blocks; ++i) tables[s].push_back(next_block--);
+    for (int64_t i = 0; i < blocks; ++i) tables[s].push_back(order[next_block++]);
+  }
+  // K and V of every layer: the same random fp16 pattern (one distinct
+  // pool's worth at most 1 << 20 elements, repeated).
+  const size_t pool_elems = static_cast<size_t>(n_blocks) * bs * n_kv * hd;
+  const auto kv_src = random_floats(std::min<size_t>(pool_elems, size_t{1} << 20), 4);
+  std::vector<uint16_t> kv_half(kv_src.size());
+  for (size_t i = 0; i < kv_src.size(); ++i) kv_half[i] = fp32_to_fp16(kv_src[i]);
+  std::vector<std::unique_ptr<uint16_t, FreeDeleter>> k, v;
+  std::vector<KvLayerView> views;
+  for (int il = 0; il < n_layers; ++il) {
+    k.push_back(kv_buffer(pool_elems, huge_pages, kv_half));
+    v.push_back(kv_buffer(pool_elems, huge_pages, kv_half));
+    views.push_back(KvLayerView{k.back().get(), v.back().get(), n_blocks, bs, n_kv, hd});
   }
   std::vector<const int32_t*> table_ptrs;
   for (auto& t : tables) table_ptrs.push_back(t.data());
@@ -248,12 +294,14 @@ void BM_PagedAttention(benchmark::State& state) {
   const int64_t n_tokens = static_cast<int64_t>(pos.size());
   double positions = 0;
   for (int32_t p : pos) positions += p + 1;
-  KvLayerView view{k.data(), v.data(), n_blocks, bs, n_kv, hd};
+  positions *= n_layers;
   AttentionBatch batch{n_tokens, pos.data(), seq.data(), table_ptrs.data()};
   const auto q = random_floats(n_tokens * n_heads * hd, 5);
   std::vector<float> out(q.size());
   for (auto _ : state) {
-    paged_attention(q.data(), view, batch, n_heads, 0.125f, out.data(), pool());
+    for (const KvLayerView& view : views) {
+      paged_attention(q.data(), view, batch, n_heads, 0.125f, out.data(), pool());
+    }
     benchmark::DoNotOptimize(out.data());
   }
   const double iters = static_cast<double>(state.iterations());
@@ -264,15 +312,21 @@ void BM_PagedAttention(benchmark::State& state) {
   state.SetLabel(kernel_isa_name(kernel_isa()));
 }
 BENCHMARK(BM_PagedAttention)
-    ->ArgNames({"ctx", "n", "decodes"})
-    ->Args({512, 1, 0})
-    ->Args({2048, 1, 0})
-    ->Args({512, 512, 0})
-    ->Args({4000, 16, 0})
-    ->Args({4000, 32, 0})
-    ->Args({4000, 16, 8})
-    ->Args({3000, 8, 8})
-    ->Args({4000, 1, 0})
+    ->ArgNames({"ctx", "n", "decodes", "layers", "hp"})
+    ->Args({512, 1, 0, 1, 0})
+    ->Args({2048, 1, 0, 1, 0})
+    ->Args({512, 512, 0, 1, 0})
+    ->Args({4000, 16, 0, 1, 0})
+    ->Args({4000, 32, 0, 1, 0})
+    ->Args({4000, 16, 8, 1, 0})
+    ->Args({3000, 8, 8, 1, 0})
+    ->Args({4000, 1, 0, 1, 0})
+    ->Args({4000, 16, 8, 22, 0})
+    ->Args({3000, 8, 8, 22, 0})
+    ->Args({4000, 16, 8, 22, 1})
+    ->Args({3000, 8, 8, 22, 1})
+    ->Args({100, 1, 63, 1, 0})
+    ->Args({100, 1, 63, 22, 0})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -198,10 +198,16 @@ std::vector<int64_t> split_by_cost(const std::vector<TokenTile>& tiles, int n_kv
 void write_kv(const KvLayerView& kv, const float* k, const float* v, const int32_t* slots,
               int64_t n_tokens) {
   const int64_t row = static_cast<int64_t>(kv.n_kv_heads) * kv.head_dim;
+  const bool use_avx2 = kernel_isa_has_avx2(kernel_isa());
   for (int64_t t = 0; t < n_tokens; ++t) {
     if (slots[t] < 0) continue;  // padding token: nothing to store
     uint16_t* kd = kv.k + static_cast<int64_t>(slots[t]) * row;
     uint16_t* vd = kv.v + static_cast<int64_t>(slots[t]) * row;
+    if (use_avx2) {  // F16C: the same bits as fp32_to_fp16
+      avx2::fp32_to_fp16_row(k + t * row, kd, row);
+      avx2::fp32_to_fp16_row(v + t * row, vd, row);
+      continue;
+    }
     for (int64_t i = 0; i < row; ++i) {
       kd[i] = fp32_to_fp16(k[t * row + i]);
       vd[i] = fp32_to_fp16(v[t * row + i]);
@@ -225,15 +231,9 @@ void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch
   const int64_t n_tasks = static_cast<int64_t>(tiles.size()) * kv.n_kv_heads;
   const std::vector<int64_t> bounds = split_by_cost(tiles, kv.n_kv_heads, batch, nth);
   const int64_t row_stride = static_cast<int64_t>(kv.n_kv_heads) * kv.head_dim;
-  auto run_task = [&](int64_t task) {
+  auto tile_args = [&](int64_t task) {
     const TokenTile& tile = tiles[task / kv.n_kv_heads];
     const int g = static_cast<int>(task % kv.n_kv_heads);
-    if (!use_avx512) {
-      for (int i = 0; i < tile.num_tokens; ++i) {
-        attend_group(q, kv, batch, n_heads, scale, out, tile.first + i, g, use_avx2);
-      }
-      return;
-    }
     AttendTileArgs a;
     const int64_t head_offset =
         (tile.first * n_heads + static_cast<int64_t>(g) * group) * kv.head_dim;
@@ -250,7 +250,7 @@ void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch
     a.group = group;
     a.head_dim = kv.head_dim;
     a.scale = scale;
-    avx512::attend_tile(a);
+    return a;
   };
   auto work = [&](int ith, int n_threads) {
     int64_t begin = 0, end = n_tasks;
@@ -260,7 +260,30 @@ void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch
     } else if (n_threads > 1) {
       split_range(n_tasks, ith, n_threads, &begin, &end);
     }
-    for (int64_t task = begin; task < end; ++task) run_task(task);
+    if (!use_avx512) {
+      for (int64_t task = begin; task < end; ++task) {
+        const TokenTile& tile = tiles[task / kv.n_kv_heads];
+        const int g = static_cast<int>(task % kv.n_kv_heads);
+        for (int i = 0; i < tile.num_tokens; ++i) {
+          attend_group(q, kv, batch, n_heads, scale, out, tile.first + i, g, use_avx2);
+        }
+      }
+      return;
+    }
+    if (begin >= end) return;
+    // Each tile knows the next one, whose first K rows it prefetches.
+    AttendTileArgs current = tile_args(begin), next;
+    avx512::prefetch_tile_start(current);
+    for (int64_t task = begin; task < end; ++task) {
+      if (task + 1 < end) {
+        next = tile_args(task + 1);
+        current.next = &next;
+      } else {
+        current.next = nullptr;
+      }
+      avx512::attend_tile(current);
+      current = next;
+    }
   };
   if (n_tasks < 2) {
     work(0, 1);

@@ -37,7 +37,8 @@ struct AttentionBatch {
 
 // Stores k, v ([n_tokens][n_kv_heads][head_dim] fp32) at the given slots
 // (slot = block * block_size + offset), rounded to fp16. A negative slot
-// marks a padding token: nothing is stored for it.
+// marks a padding token: nothing is stored for it. Every ISA stores the
+// bits of fp32_to_fp16 (kernels/fp16.h).
 void write_kv(const KvLayerView& kv, const float* k, const float* v, const int32_t* slots,
               int64_t n_tokens);
 

@@ -66,6 +66,16 @@ void round_to_fp16(const float* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = round_fp16(src[i]);
 }
 
+void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i lo = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    const __m128i hi = _mm256_cvtps_ph(_mm256_loadu_ps(src + i + 8), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_set_m128i(hi, lo));
+  }
+  for (; i < n; ++i) dst[i] = _cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
 void softmax_weights(float* s, int64_t n) {
   __m256 vmax = _mm256_set1_ps(-INFINITY);
   int64_t j = 0;

@@ -55,6 +55,9 @@ struct AttendTileArgs {
   int group = 0;
   int head_dim = 0;
   float scale = 1.0f;
+  // The tile the same thread runs next, if any: its first K rows are
+  // prefetched near the end of this one. Never changes any result.
+  const AttendTileArgs* next = nullptr;
 };
 
 // Turns one row of n scores into softmax weights in place, each rounded to
@@ -70,6 +73,10 @@ void accumulate_block(const AttendBlockArgs& a);
 void softmax_weights(float* s, int64_t n);
 // dst[i] = fp16-rounded src[i], n elements.
 void round_to_fp16(const float* src, float* dst, int64_t n);
+// dst[i] = the fp16 bits of src[i] (F16C, round to nearest even): the bits
+// of fp32_to_fp16 for every input, NaNs included (quieted, sign and top
+// payload bits kept).
+void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n);
 }  // namespace avx2
 
 namespace avx512 {
@@ -78,6 +85,9 @@ bool attention_supports(int head_dim);
 // Both passes for one tile; writes the tile's outputs, bit for bit what
 // running each token alone (a tile of one) gives.
 void attend_tile(const AttendTileArgs& a);
+// Asks for the first K rows of a tile ahead of attend_tile (for a thread's
+// first tile; later ones are asked for by their predecessor).
+void prefetch_tile_start(const AttendTileArgs& a);
 // avx2::softmax_weights with 16-wide exps, same bits, for `rows` rows of n
 // scores each at s + r * stride, interleaved so the double sums overlap.
 void softmax_weights_rows(float* s, int64_t stride, int rows, int64_t n);

@@ -328,5 +328,93 @@ TEST(WriteKv, NegativeSlotIsSkipped) {
   EXPECT_EQ(fp16_to_fp32(v[7]), 8.0f);
 }
 
+float float_from_bits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// write_kv stores exactly fp32_to_fp16's bits under every ISA (the AVX2
+// path converts 16 at a time with F16C, with a scalar tail).
+void expect_write_kv_bits(const std::vector<float>& values) {
+  const int n_kv = 1, hd = 45;  // rows of 45: two 16-wide steps and a tail of 13
+  const int64_t n_tokens = (static_cast<int64_t>(values.size()) + hd - 1) / hd;
+  std::vector<float> kk(values), vv(values.rbegin(), values.rend());
+  kk.resize(n_tokens * hd, 0.0f);
+  vv.resize(kk.size(), 0.0f);
+  std::vector<int32_t> slots(n_tokens);
+  std::iota(slots.begin(), slots.end(), 0);
+  std::reverse(slots.begin(), slots.end());
+  for (KernelIsa isa : isas_to_test()) {
+    ScopedIsa scoped(isa);
+    std::vector<uint16_t> k(kk.size(), 0x1234), v(kk.size(), 0x1234);
+    KvLayerView kv{k.data(), v.data(), n_tokens, 1, n_kv, hd};
+    write_kv(kv, kk.data(), vv.data(), slots.data(), n_tokens);
+    int mismatches = 0;
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      for (int i = 0; i < hd; ++i) {
+        const int64_t src = t * hd + i, dst = static_cast<int64_t>(slots[t]) * hd + i;
+        for (const auto& [in, got] : {std::pair(kk[src], k[dst]), std::pair(vv[src], v[dst])}) {
+          const uint16_t want = fp32_to_fp16(in);
+          if (got != want && ++mismatches <= 5) {
+            uint32_t in_bits;
+            std::memcpy(&in_bits, &in, 4);
+            ADD_FAILURE() << kernel_isa_name(scoped.actual()) << ": fp32 0x" << std::hex << in_bits
+                          << " -> 0x" << got << ", want 0x" << want;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << kernel_isa_name(scoped.actual());
+  }
+}
+
+TEST(WriteKv, EdgeValuesMatchScalarBits) {
+  std::vector<uint32_t> bits = {
+      0x00000000, 0x80000000,              // +-0
+      0x00000001, 0x807fffff, 0x00400000,  // fp32 denormals
+      0x33000000, 0xb3000000,              // 2^-25: half the smallest half denormal -> 0
+      0x33000001, 0x33400000,              // just above -> the smallest denormal
+      0x33c00000, 0x34200000,              // 1.5 and 2.5 denormal units (halfway, to even)
+      0x387fc000, 0x387fe000, 0x387ff000,  // below 2^-14: largest denormal, halfway to normal
+      0x38800000, 0xb8800000,              // 2^-14, the smallest normal half
+      0x3f800000, 0x3f801000, 0x3f803000,  // 1, 1 + 2^-11 (-> 1), 1 + 3 * 2^-11 (-> up)
+      0x3f801001, 0x3f800fff,              // one fp32 ulp either side of halfway
+      0x477fe000, 0x477fefff, 0x477ff000,  // 65504 (max), just below 65520, 65520 (-> inf)
+      0xc77ff000, 0x7f7fffff, 0xff7fffff,  // -65520, +-FLT_MAX
+      0x7f800000, 0xff800000,              // +-inf
+      0x7fc00000, 0xffc00000, 0x7fc02000,  // quiet NaNs, with payload
+      0x7f800001, 0xff800001, 0x7fa00000,  // signaling NaNs
+      0x7fbfffff, 0x7fffffff, 0xffffe000,
+  };
+  // Every half value, the midpoints to its neighbour and an fp32 ulp
+  // either side of them (all the rounding boundaries).
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7c00u) == 0x7c00u) continue;  // inf / NaN
+    const float x = fp16_to_fp32(static_cast<uint16_t>(h));
+    uint32_t xb;
+    std::memcpy(&xb, &x, 4);
+    bits.push_back(xb);
+    if ((h & 0x7fffu) == 0x7bffu) continue;  // max: no next half
+    const float next = fp16_to_fp32(static_cast<uint16_t>(h + 1));
+    const float mid = (x + next) / 2;  // exact: one bit more than a half holds
+    uint32_t mb;
+    std::memcpy(&mb, &mid, 4);
+    for (uint32_t d : {mb - 1, mb, mb + 1}) bits.push_back(d);
+  }
+  std::vector<float> values;
+  for (uint32_t b : bits) values.push_back(float_from_bits(b));
+  expect_write_kv_bits(values);
+}
+
+TEST(WriteKv, RandomValuesMatchScalarBits) {
+  std::mt19937 rng(91);
+  std::vector<float> values;
+  for (int i = 0; i < 200000; ++i) values.push_back(float_from_bits(static_cast<uint32_t>(rng())));
+  const auto typical = random_floats(100000, 92, 3.0f);
+  values.insert(values.end(), typical.begin(), typical.end());
+  expect_write_kv_bits(values);
+}
+
 }  // namespace
 }  // namespace strata
