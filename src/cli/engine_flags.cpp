@@ -19,7 +19,8 @@ void add_engine_flags(CLI::App* app, EngineFlags* f) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app->add_option("--max-prefill-tokens", f->max_prefill_tokens,
-                  "Most prompt tokens per step while requests decode (chunked prefill); 0 = "
+                  "Most prompt tokens per step while requests decode (chunked prefill; later "
+                  "tokens of a long prompt count more, see --prefill-attention-cost); 0 = "
                   "--max-num-batched-tokens")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
