@@ -8,8 +8,10 @@ namespace strata::avx2 {
 
 // exp(x) for 8 floats, ~1 ulp: x = n*ln2 + r with |r| <= ln2/2, a degree-6
 // polynomial for e^r (the Cephes expf coefficients), then scale by 2^n.
-// Inputs are clamped to the finite range of fp32 exp.
-inline __m256 exp256(__m256 x) {
+// Inputs are clamped to the finite range of fp32 exp. Static: each file
+// that includes this keeps its own copy, compiled with its own -m flags (an
+// AVX-512 file's copy must never serve an AVX2-only caller).
+static inline __m256 exp256(__m256 x) {
   x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3365447504f)),
                     _mm256_set1_ps(88.3762626647949f));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),

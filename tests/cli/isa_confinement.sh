@@ -5,7 +5,7 @@
 # avx512_float::, *_avx2, *_avx512, *_vnni). A std:: template instantiated
 # in a file compiled with -mavx512* and chosen by the linker for everyone
 # would break that; this test fails if any other function uses a ymm/zmm
-# register or an AVX-512 mask.
+# register, xmm16-31 (EVEX only) or an AVX-512 mask.
 # Usage: isa_confinement.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: isa_confinement.sh BUILD_DIR}
@@ -17,7 +17,7 @@ for bin in "$build/strata" "$build/strata-mkmodel"; do
   [ -x "$bin" ] || { echo "missing $bin" >&2; exit 1; }
   leaks=$(objdump -d --no-show-raw-insn -C "$bin" |
     awk '/^[0-9a-f]+ <.*>:$/ { name = $0; next }
-         /%[yz]mm[0-9]|\{%k[1-7]\}/ { print name }' |
+         /%[yz]mm[0-9]|%xmm(1[6-9]|2[0-9]|3[01])|\{%k[1-7]\}/ { print name }' |
     sort -u |
     grep -v -E 'strata::avx2::|strata::avx512::|strata::avx512_kquant::|strata::avx512_float::|_avx2\(|_avx512\(|_vnni\(' || true)
   if [ -n "$leaks" ]; then
