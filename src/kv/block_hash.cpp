@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "util/hex.h"
+
 namespace strata {
 namespace {
 
@@ -20,13 +22,7 @@ BlockHash sha256(const std::vector<uint8_t>& data) {
 }  // namespace
 
 std::string BlockHash::to_hex() const {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s(64, '0');
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    s[2 * i] = kDigits[bytes[i] >> 4];
-    s[2 * i + 1] = kDigits[bytes[i] & 15];
-  }
-  return s;
+  return strata::to_hex(bytes);
 }
 
 const BlockHash& root_block_hash() {

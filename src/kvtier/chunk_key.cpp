@@ -8,6 +8,7 @@
 
 #include "model/gguf.h"
 #include "model/model_config.h"
+#include "util/hex.h"
 
 namespace strata {
 namespace {
@@ -83,16 +84,6 @@ void hash_value(Sha256& h, const GgufValue& v) {
       }
       return;
   }
-}
-
-std::string to_hex(const std::array<uint8_t, 32>& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s(64, '0');
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    s[2 * i] = kDigits[bytes[i] >> 4];
-    s[2 * i + 1] = kDigits[bytes[i] & 15];
-  }
-  return s;
 }
 
 int hex_digit(char c) {
