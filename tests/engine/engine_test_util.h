@@ -5,11 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/engine_core.h"
@@ -110,7 +112,9 @@ inline void collect(RequestStream& stream, std::map<int32_t, ChoiceOutput>* out)
   }
 }
 
-// Adds `requests` at once, steps until all finish; per request, per choice.
+// Adds `requests` at once, steps until all finish (sleeping while only
+// KV-tier loads are pending, which step() cannot advance); per request, per
+// choice.
 inline std::vector<std::map<int32_t, ChoiceOutput>> run_to_completion(
     EngineCore& core, std::vector<GenerationRequest> requests, int max_steps = 100000) {
   std::vector<std::shared_ptr<RequestStream>> streams;
@@ -121,6 +125,7 @@ inline std::vector<std::map<int32_t, ChoiceOutput>> run_to_completion(
   }
   std::vector<std::map<int32_t, ChoiceOutput>> outputs(streams.size());
   for (int step = 0; step < max_steps && core.has_unfinished_requests(); ++step) {
+    if (core.is_only_loading()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     core.step();
     for (size_t i = 0; i < streams.size(); ++i) {
       if (streams[i]) collect(*streams[i], &outputs[i]);

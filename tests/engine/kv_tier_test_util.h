@@ -56,31 +56,11 @@ inline std::unique_ptr<EngineCore> make_tier_core(const EngineOptions& options,
   return core ? std::move(*core) : nullptr;
 }
 
-// Runs `requests` together on `core` until all finish (sleeping while only
-// tier loads are pending, which step() cannot advance); choice 0 of each.
+// Runs `requests` together on `core` until all finish; choice 0 of each.
 inline std::vector<ChoiceOutput> serve_all(EngineCore& core,
                                            std::vector<GenerationRequest> requests) {
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (GenerationRequest& r : requests) {
-    Result<std::shared_ptr<RequestStream>> s = core.add_request(std::move(r));
-    EXPECT_TRUE(s.is_ok()) << s.status().message();
-    streams.push_back(s ? *s : nullptr);
-  }
-  std::vector<std::map<int32_t, ChoiceOutput>> outputs(streams.size());
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (core.has_unfinished_requests() && std::chrono::steady_clock::now() < deadline) {
-    if (core.is_only_loading()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    core.step();
-    for (size_t i = 0; i < streams.size(); ++i) {
-      if (streams[i]) collect(*streams[i], &outputs[i]);
-    }
-  }
-  EXPECT_FALSE(core.has_unfinished_requests());
   std::vector<ChoiceOutput> out;
-  for (size_t i = 0; i < streams.size(); ++i) {
-    if (streams[i]) collect(*streams[i], &outputs[i]);
-    out.push_back(outputs[i][0]);
-  }
+  for (auto& choices : run_to_completion(core, std::move(requests))) out.push_back(choices[0]);
   return out;
 }
 
