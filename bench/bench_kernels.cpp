@@ -25,7 +25,6 @@
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
 #include "kernels/packed_weight.h"
-#include "kernels/matmul_kquant_avx512.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 
@@ -111,53 +110,6 @@ void matmul_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"type", "rows", "cols", "n"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 BENCHMARK(BM_Matmul)->Apply(matmul_args);
-
-// The AVX-512 VNNI Q4_K/Q6_K kernel called directly (as matmul will once it
-// dispatches there): activations encoded on the pool, then rows split by
-// tiles. Same counters as BM_Matmul; compare with BM_Matmul's AVX2 figures.
-void BM_MatmulKQuantAvx512(benchmark::State& state) {
-  const auto type = static_cast<DType>(state.range(0));
-  const int64_t rows = state.range(1), cols = state.range(2), n = state.range(3);
-  if (detected_kernel_isa() != KernelIsa::kAvx512Vnni) {
-    state.SkipWithError("no AVX-512 VNNI");
-    return;
-  }
-  auto w = make_weight(type, rows, cols, 1);
-  const auto x = random_floats(n * cols, 2);
-  std::vector<float> y(n * rows);
-  const size_t x_row_bytes = avx512_kquant::activation_row_bytes(type, cols);
-  std::vector<uint8_t> x_enc(x_row_bytes * n);
-  for (auto _ : state) {
-    pool().run([&](int ith, int nth) {
-      int64_t begin, end;
-      split_range(n, ith, nth, &begin, &end);
-      for (int64_t t = begin; t < end; ++t) {
-        avx512_kquant::encode_activation_row(type, x.data() + t * cols, cols,
-                                             x_enc.data() + t * x_row_bytes);
-      }
-    });
-    pool().run([&](int ith, int nth) {
-      int64_t begin, end;
-      avx512_kquant::split_rows(rows, ith, nth, &begin, &end);
-      avx512_kquant::matmul_rows(w->view, x_enc.data(), x_row_bytes, n, y.data(), begin, end);
-    });
-    benchmark::DoNotOptimize(y.data());
-  }
-  const double iters = static_cast<double>(state.iterations());
-  state.counters["bytes_per_second"] =
-      benchmark::Counter(iters * static_cast<double>(w->bytes.size()), benchmark::Counter::kIsRate);
-  state.counters["FLOPS"] =
-      benchmark::Counter(iters * 2.0 * rows * cols * n, benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(dtype_name(type)) + " avx512_kquant");
-}
-BENCHMARK(BM_MatmulKQuantAvx512)
-    ->ArgsProduct({{static_cast<int64_t>(DType::kQ4_K), static_cast<int64_t>(DType::kQ6_K)},
-                   {2048, 5632},
-                   {2048},
-                   {1, 8, 512}})
-    ->ArgNames({"type", "rows", "cols", "n"})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
 
 // Every matmul of a TinyLlama-1.1B forward pass over n tokens; layout 1 =
 // as a model loads (packed where this CPU repacks), 0 = the GGUF layout.
