@@ -11,9 +11,9 @@ struct Scheduler::StepState {
   int64_t budget_tokens = 0;
   // Prompt-token cost this step may still spend (max_prefill_tokens while
   // decodes run, else unlimited: budget_tokens bounds it), counted as
-  // prefill_cost() does; and whether any prompt token was granted yet.
+  // prefill_cost() does. Every granted prompt token costs >= 1, so a limited
+  // budget below max_prefill_tokens means some were granted.
   double prefill_budget = kUnlimited;
-  bool granted_prefill = false;
   static constexpr double kUnlimited = 1e300;
   std::vector<Grant> grants;
   std::vector<const Request*> preempted;  // this step; not re-admitted in it
@@ -144,12 +144,12 @@ int64_t Scheduler::prefill_tokens_within(int64_t start, int64_t max_n, const Ste
     (prefill_cost(start, mid) <= st.prefill_budget ? lo : hi) = mid;
   }
   // A first prompt token always goes, however long its context.
-  return lo == 0 && !st.granted_prefill ? 1 : lo;
+  const bool none_granted = st.prefill_budget >= static_cast<double>(options_.max_prefill_tokens);
+  return lo == 0 && none_granted ? 1 : lo;
 }
 
 void Scheduler::charge_prefill(int64_t start, int64_t n, StepState& st) const {
   if (n <= 0) return;
-  st.granted_prefill = true;
   if (st.prefill_budget < StepState::kUnlimited) {
     st.prefill_budget = std::max(0.0, st.prefill_budget - prefill_cost(start, n));
   }
@@ -181,7 +181,7 @@ bool Scheduler::admit_waiting(size_t index, StepState& st) {
   Request* r = waiting_[index];
   if (st.was_preempted(r)) return false;  // it keeps its place; next step
   const bool is_full = static_cast<int32_t>(running_.size()) >= options_.effective_max_num_seqs();
-  if (is_full && st.granted_prefill && can_preempt_for(*r)) {
+  if (is_full && st.prefill_budget < StepState::kUnlimited && can_preempt_for(*r)) {
     // Preempt for it only if what is left of the prefill budget admits it.
     const PrefixHit probe = kv_->find_prefix(r->spec.id, r->tokens, r->spec.cache_salt);
     if (prefill_tokens_within(probe.num_tokens, 1, st) == 0) return false;
