@@ -46,7 +46,7 @@
 namespace strata::avx512 {
 namespace {
 
-constexpr int kRowTile = 16;         // rows per tile: one int32 lane each
+constexpr int kRowTile = static_cast<int>(kTiledRows);
 constexpr int kGroups = kQK8_0 / 4;  // 4-byte groups per block
 constexpr int kTokenTile = 8;        // tokens per register tile
 // From this many tokens on, a row tile is transposed once into scratch.

@@ -26,6 +26,7 @@ size_t activation_row_bytes(DType weight_type, int64_t cols);
 // [tile_begin, tile_end) (16 rows each) of w, a kGguf weight, into dst, the
 // start of a 64-byte aligned buffer of tiled_bytes() bytes. Tiles are
 // independent, so threads may pack disjoint ranges at once.
+constexpr int64_t kTiledRows = 16;  // rows per tile, one int32 lane each
 size_t tiled_bytes(DType weight_type, int64_t rows, int64_t cols);
 void pack_tiles(const WeightView& w, int64_t tile_begin, int64_t tile_end, void* dst);
 

@@ -8,7 +8,6 @@
 namespace strata {
 namespace {
 
-constexpr int64_t kRowTile = 16;
 // Large buffers start on a 2 MiB boundary so transparent huge pages can
 // back them (fewer TLB misses while a decode step streams every weight).
 constexpr size_t kHugePage = size_t{2} << 20;
@@ -32,7 +31,7 @@ std::unique_ptr<PackedWeight> PackedWeight::pack(const WeightView& w, ThreadPool
   std::unique_ptr<PackedWeight> p(new PackedWeight());
   p->bytes_.reset(raw);
   p->size_bytes_ = bytes;
-  const int64_t num_tiles = (w.rows + kRowTile - 1) / kRowTile;
+  const int64_t num_tiles = (w.rows + avx512::kTiledRows - 1) / avx512::kTiledRows;
   if (pool != nullptr && pool->num_threads() > 1) {
     pool->run([&](int ith, int nth) {
       int64_t begin, end;
