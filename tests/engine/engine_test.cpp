@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
 
 #include "engine/engine_core.h"
 #include "engine_test_util.h"
@@ -13,6 +14,20 @@
 
 namespace strata::testing {
 namespace {
+
+TEST(EngineOptionsTest, RefusesABadPrefillAttentionCostNamingTheFlag) {
+  EXPECT_TRUE(EngineOptions().validate().is_ok());
+  for (double cost : {-1.0, 1001.0, std::numeric_limits<double>::quiet_NaN()}) {
+    EngineOptions o;
+    o.prefill_attention_cost = cost;
+    const Status st = o.validate();
+    ASSERT_FALSE(st.is_ok()) << cost;
+    EXPECT_NE(st.message().find("--prefill-attention-cost"), std::string::npos) << st.message();
+  }
+  EngineOptions o;
+  o.prefill_attention_cost = 0.0;  // tokens only
+  EXPECT_TRUE(o.validate().is_ok());
+}
 
 constexpr int32_t kEos = 2;  // the test tokenizer's </s>
 

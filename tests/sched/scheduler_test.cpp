@@ -54,6 +54,9 @@ TEST(SchedulerOptionsTest, ValidatesAndParses) {
   EXPECT_EQ(*parse_scheduling_policy("priority"), SchedulingPolicy::kPriority);
   EXPECT_EQ(*parse_scheduling_policy("fcfs"), SchedulingPolicy::kFcfs);
   EXPECT_FALSE(parse_scheduling_policy("lifo").is_ok());
+  o = SchedulerOptions();
+  o.prefill_cost_context_len = -1;
+  EXPECT_FALSE(o.validate().is_ok());
 }
 
 TEST(SchedulerTest, RejectsBadRequestsAtAdmission) {
