@@ -55,6 +55,7 @@ void BM_ScheduleUpdate(benchmark::State& state) {
   const int num_running = static_cast<int>(state.range(0));
   const int shared_prefix_tokens = static_cast<int>(state.range(1));
   KvCacheOptions kv_options;
+  kv_options.enable_prefix_caching = true;
   kv_options.block_size = kBlockSize;
   kv_options.num_blocks = num_running * ((kPromptTokens + 512) / kBlockSize + 1) + 64;
   KvCacheManager kv(kv_options);

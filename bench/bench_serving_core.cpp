@@ -27,7 +27,7 @@
 
 #include "engine/engine_core.h"
 #include "model/model_weights.h"
-#include "model/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace strata {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include "cli/commands.h"
 #include "engine/engine_core.h"
 #include "model/model_weights.h"
-#include "model/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace strata::cli {
 namespace {

@@ -8,9 +8,9 @@
 #include "cli/commands.h"
 #include "cli/single_sequence.h"
 #include "model/model_weights.h"
-#include "model/tokenizer/incremental_detokenizer.h"
-#include "model/tokenizer/tokenizer.h"
-#include "runtime/sampler.h"
+#include "tokenizer/incremental_detokenizer.h"
+#include "tokenizer/tokenizer.h"
+#include "sampler/sampler.h"
 
 namespace strata::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 namespace strata::cli {
 

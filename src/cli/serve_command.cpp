@@ -17,7 +17,7 @@
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "model/model_weights.h"
-#include "model/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "server/openai_server.h"
 
 namespace strata::cli {

@@ -36,7 +36,7 @@
 #include "engine/metrics.h"
 #include "engine/request_stream.h"
 #include "model/model_weights.h"
-#include "model/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "util/status.h"
 
 namespace strata {

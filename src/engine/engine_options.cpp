@@ -1,6 +1,29 @@
 #include "engine/engine_options.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace strata {
+namespace {
+
+// The context length at which a prompt token's attention costs as much as
+// its weight matmuls (see prefill_attention_cost); 0 = off.
+int64_t prefill_cost_context_len(const ModelConfig& c, double attention_cost) {
+  if (attention_cost <= 0.0) return 0;
+  const double hidden = static_cast<double>(c.hidden_dim);
+  const double matmul_macs =
+      static_cast<double>(c.num_layers) *
+      (hidden * static_cast<double>(c.q_dim() + 2 * c.kv_dim()) +
+       static_cast<double>(c.q_dim()) * hidden + 3.0 * hidden * static_cast<double>(c.ffn_dim));
+  // Scores and the weighted sum of V: two MACs per head dimension.
+  const double attention_macs_per_position = static_cast<double>(c.num_layers) *
+                                             static_cast<double>(c.num_heads) *
+                                             static_cast<double>(c.head_dim) * 2.0;
+  const double len = matmul_macs / (attention_macs_per_position * attention_cost);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::llround(len)));
+}
+
+}  // namespace
 
 Status EngineOptions::validate() const {
   if (block_size < 1 || block_size > 1024) {
@@ -17,6 +40,9 @@ Status EngineOptions::validate() const {
     return invalid_argument("engine: --prefill-attention-cost must be in [0, 1000]");
   }
   if (max_num_seqs < 1) return invalid_argument("engine: --max-num-seqs must be >= 1");
+  if (!(priority_aging_s >= 0.0 && priority_aging_s <= 1000.0)) {
+    return invalid_argument("engine: --priority-aging must be in [0, 1000] seconds");
+  }
   if (max_model_len < 0 || max_model_len == 1) {
     return invalid_argument("engine: --max-model-len must be 0 (the model's) or >= 2");
   }
@@ -32,6 +58,30 @@ Status EngineOptions::validate() const {
     }
   }
   return Status::ok();
+}
+
+int64_t EngineOptions::resolved_max_model_len(const ModelConfig& config) const {
+  return max_model_len > 0 ? max_model_len : config.context_length;
+}
+
+SchedulerOptions EngineOptions::scheduler_options(const ModelConfig& config) const {
+  SchedulerOptions o;
+  o.max_num_seqs = max_num_seqs;
+  o.max_num_batched_tokens = max_num_batched_tokens;
+  o.max_prefill_tokens = max_prefill_tokens;
+  o.prefill_cost_context_len = prefill_cost_context_len(config, prefill_attention_cost);
+  o.max_model_len = resolved_max_model_len(config);
+  o.policy = policy;
+  o.priority_aging_ns = static_cast<int64_t>(std::llround(priority_aging_s * 1e9));
+  return o;
+}
+
+KvCacheOptions EngineOptions::kv_cache_options(int32_t num_blocks) const {
+  KvCacheOptions o;
+  o.block_size = block_size;
+  o.num_blocks = num_blocks;
+  o.enable_prefix_caching = enable_prefix_caching;
+  return o;
 }
 
 }  // namespace strata

@@ -6,7 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kv/kv_cache_manager.h"
 #include "kvtier/kv_tier_options.h"
+#include "model/model_config.h"
 #include "sched/scheduler_options.h"
 #include "util/status.h"
 
@@ -27,32 +29,16 @@ struct EngineOptions {
   int64_t max_num_batched_tokens = 512;
   // Most prompt tokens per step while any request decodes
   // (--max-prefill-tokens), each counted 1 + p / L by its position p (see
-  // prefill_attention_cost): the chunked-prefill knob. Chosen by the sweep
-  // `bench/serving_core.sh BUILD chunked` (8 decoding streams + a 4000-token
-  // prompt, TinyLlama-1.1B shape, Q8_0, 2 threads), whose targets are the
-  // streams' p99 inter-token latency <= 3x their idle ITL and the prompt's
-  // TTFT <= 1.5x its solo TTFT. A step costs about idle + the chunk's work,
-  // so at p99 = 3x idle the chunks get 2/3 of each step and the TTFT is
-  // 1.5x solo exactly when a chunk costs what a solo prefill does: the
-  // targets are met only because a chunk's matmul rows partly hide under
-  // the decodes' weight streaming, and only if every step costs about the
-  // same, which counting attention (the context term) provides; with plain
-  // token counts the last, long-context chunks set the p99. Measured
-  // (idle ITL ~31 ms, solo TTFT 12.1 s), cost 4: 24 -> p99 2.45x idle, TTFT
-  // 1.74x solo; 32 -> 2.84x, 1.51x; 36 -> 2.96x, 1.40x; 40 -> 3.16x,
-  // 1.35x; 64 -> 4.2x, 1.16x. Cost 0 (tokens only): 16 -> 3.07x, 1.59x;
-  // 24 -> 3.96x, 1.35x. GPU servers use 2048+; on this CPU that freezes the
-  // streams for seconds (p99 109x idle).
+  // prefill_attention_cost): the chunked-prefill knob. The default comes
+  // from the sweep in docs/engine_tuning.md (targets: the decoding streams'
+  // p99 inter-token latency <= 3x idle, a long prompt's TTFT <= 1.5x solo).
   int64_t max_prefill_tokens = 36;
   // How much a prompt token's attention adds to its share of
-  // max_prefill_tokens (--prefill-attention-cost; 0 = count tokens only).
-  // A token at position p does (matmul MACs per token) of weight work and
-  // p * (attention MACs per position) of attention; this is the time one
-  // attention MAC takes relative to one weight-matmul MAC on this CPU's
-  // kernels, so that the token counts 1 + p * cost * attention_macs /
-  // matmul_macs (SchedulerOptions::prefill_cost_context_len; for the
-  // TinyLlama shape L = 10753 / cost positions). With 4 the chunk steps.
-  // p99 stays within 8-15% of their median in the sweep above (0: ~30%).
+  // max_prefill_tokens (--prefill-attention-cost; 0 = count tokens only):
+  // the time of one attention MAC relative to one weight-matmul MAC on this
+  // CPU's kernels, so that a token at position p counts
+  // 1 + p * cost * attention_macs / matmul_macs
+  // (SchedulerOptions::prefill_cost_context_len). See docs/engine_tuning.md.
   double prefill_attention_cost = 4.0;
   // Most requests running at once (--max-num-seqs).
   int32_t max_num_seqs = 256;
@@ -60,6 +46,11 @@ struct EngineOptions {
   int64_t max_model_len = 0;
   // Who runs first (--policy fcfs|priority).
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+  // Priority aging (--priority-aging seconds; priority policy only): each
+  // this long spent waiting counts as one priority level better, so a
+  // low-priority request cannot starve behind a stream of better ones.
+  // 0 = strict priority. 0..1000.
+  double priority_aging_s = 0.0;
   // Kernel threads (-t/--threads); 0 = all hardware threads.
   int32_t num_threads = 0;
   // Share full KV blocks between requests with equal prefixes
@@ -73,6 +64,14 @@ struct EngineOptions {
   KvTierOptions kv_tiers;
 
   Status validate() const;
+
+  // max_model_len, or the model's context length when 0.
+  int64_t resolved_max_model_len(const ModelConfig& config) const;
+  // The option structs of the components the engine builds, every field
+  // from here (their own initializers are not defaults: they fail
+  // validation until set).
+  SchedulerOptions scheduler_options(const ModelConfig& config) const;
+  KvCacheOptions kv_cache_options(int32_t num_blocks) const;
 };
 
 }  // namespace strata

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/sampler.h"
+#include "sampler/sampler.h"
 
 namespace strata {
 

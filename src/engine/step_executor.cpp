@@ -3,8 +3,28 @@
 #include <exception>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace strata {
+
+ForwardBatch to_forward_batch(const StepPlan& plan) {
+  ForwardBatch batch;
+  batch.tokens.reserve(plan.num_scheduled_tokens);
+  batch.positions.reserve(plan.num_scheduled_tokens);
+  batch.seq_index.reserve(plan.num_scheduled_tokens);
+  batch.slot_mapping.reserve(plan.num_scheduled_tokens);
+  batch.block_tables.reserve(plan.requests.size());
+  for (size_t s = 0; s < plan.requests.size(); ++s) {
+    const ScheduledRequest& r = plan.requests[s];
+    batch.block_tables.push_back(r.block_table);
+    for (int32_t i = 0; i < r.num_new_tokens; ++i) {
+      const bool wants_logits = r.is_sampling && i == r.num_new_tokens - 1;
+      batch.add_token(r.new_token_ids[i], r.position(i), static_cast<int32_t>(s), plan.block_size,
+                      wants_logits);
+    }
+  }
+  return batch;
+}
 
 StepExecutor::StepExecutor(ModelRunner& runner, int32_t vocab_size)
     : runner_(runner), vocab_size_(vocab_size), workspace_(vocab_size) {}
@@ -19,41 +39,45 @@ Status StepExecutor::forward(const StepPlan& plan) {
   }
 }
 
-ExecutedStep StepExecutor::execute(const StepPlan& plan, const Scheduler& scheduler) {
-  ExecutedStep out;
-  // Samplers first: a request whose params are rejected does not run.
+StepPlan StepExecutor::admit_new_requests(const StepPlan& plan, ExecutedStep* out) {
   StepPlan runnable = plan;
   runnable.requests.clear();
   runnable.num_scheduled_tokens = 0;
   for (const ScheduledRequest& s : plan.requests) {
-    const Request* r = scheduler.find(s.request_id);
-    if (r == nullptr) {
-      out.errors[s.request_id] = "internal: scheduled request is unknown";
-      out.result.failed_ids.push_back(s.request_id);
-      continue;
-    }
-    if (!samplers_.count(s.request_id)) {
+    if (s.new_request && !requests_.count(s.request_id)) {
+      const NewRequestData& d = *s.new_request;
       Result<SequenceSampler> sampler =
-          SequenceSampler::create(r->spec.sampling, vocab_size_, r->prompt_tokens());
+          SequenceSampler::create(d.sampling, vocab_size_, d.prompt_tokens);
       if (!sampler) {
-        out.errors[s.request_id] = sampler.status().message();
-        out.result.failed_ids.push_back(s.request_id);
+        out->errors.emplace(s.request_id, sampler.status());
+        out->result.failed_ids.push_back(s.request_id);
         continue;
       }
-      samplers_.emplace(s.request_id, std::move(*sampler));
+      requests_.emplace(s.request_id, RequestState{std::move(*sampler), d.stop_token_ids});
+    } else if (!requests_.count(s.request_id)) {
+      out->errors.emplace(s.request_id,
+                          internal_error("executor: request " + std::to_string(s.request_id) +
+                                         " was never introduced by a plan"));
+      out->result.failed_ids.push_back(s.request_id);
+      continue;
     }
     runnable.requests.push_back(s);
     runnable.num_scheduled_tokens += s.num_new_tokens;
   }
+  return runnable;
+}
+
+ExecutedStep StepExecutor::execute(const StepPlan& plan) {
+  for (RequestId id : plan.finished_ids) requests_.erase(id);
+  ExecutedStep out;
+  const StepPlan runnable = admit_new_requests(plan, &out);
   if (runnable.empty()) return out;
 
   std::vector<const ScheduledRequest*> rows;  // sampling requests, in logits order
-  Status status = forward(runnable);
-  if (status) {
+  if (Status status = forward(runnable); status) {
     for (const ScheduledRequest& s : runnable.requests) {
       if (s.is_sampling) rows.push_back(&s);
     }
-    // Sampling below reads logits_ in `rows` order.
   } else {
     // Find the culprits one request at a time; the rest keep their results.
     std::vector<float> logits_all;
@@ -62,7 +86,7 @@ ExecutedStep StepExecutor::execute(const StepPlan& plan, const Scheduler& schedu
       single.requests = {s};
       single.num_scheduled_tokens = s.num_new_tokens;
       if (Status one = forward(single); !one) {
-        out.errors[s.request_id] = one.message();
+        out.errors.emplace(s.request_id, one);
         out.result.failed_ids.push_back(s.request_id);
         continue;
       }
@@ -77,14 +101,13 @@ ExecutedStep StepExecutor::execute(const StepPlan& plan, const Scheduler& schedu
   for (size_t i = 0; i < rows.size(); ++i) {
     const ScheduledRequest& s = *rows[i];
     float* row = logits_.data() + i * static_cast<size_t>(vocab_size_);
-    const Request* r = scheduler.find(s.request_id);
-    if (r->num_output_tokens() < r->spec.min_tokens) {
-      for (int32_t stop : r->spec.stop_token_ids) {
+    RequestState& state = requests_.at(s.request_id);
+    if (s.masks_stop_tokens) {
+      for (int32_t stop : state.stop_token_ids) {
         if (stop >= 0 && stop < vocab_size_) row[stop] = -std::numeric_limits<float>::infinity();
       }
     }
-    SequenceSampler& sampler = samplers_.at(s.request_id);
-    SampleResult sample = sampler.sample(row, workspace_);
+    SampleResult sample = state.sampler.sample(row, workspace_);
     out.result.sampled.push_back({s.request_id, sample.token});
     out.samples.emplace(s.request_id, std::move(sample));
   }

@@ -1,13 +1,14 @@
-// StepExecutor: turns the scheduler's StepPlan into a StepResult — one
-// forward pass over the plan's flattened batch (logits only for the rows
-// that sample), then each sampling request's SequenceSampler.
+// StepExecutor: runs one StepPlan - a forward pass over the plan's flattened
+// batch (logits only for the rows that sample), then each sampling request's
+// SequenceSampler - and returns what happened as plain values.
 //
-// A request's sampler is created on its first step from the SamplingParams
-// its RequestSpec carries (seeded, so a request draws the same tokens
-// whatever it is batched with) and lives until release(); preemption keeps
-// it, so a recomputed request continues its random stream. One
-// SamplerWorkspace serves every request. Before a request has min_tokens
-// outputs, its stop tokens are masked out of its logits row.
+// It reads nothing but the plan: a request's sampler is created from the
+// NewRequestData of its first step (seeded, so a request draws the same
+// tokens whatever it is batched with) and lives until the request appears in
+// a plan's finished_ids; preemption keeps it, so a recomputed request
+// continues its random stream. One SamplerWorkspace serves every request.
+// While a request has fewer than min_tokens outputs (masks_stop_tokens), its
+// stop tokens are masked out of its logits row.
 //
 // Failures stay per request: a sampler that rejects its params fails that
 // request alone; a forward pass that fails is retried one request at a time
@@ -20,10 +21,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/forward_batch.h"
 #include "runtime/model_runner.h"
-#include "runtime/sampler.h"
-#include "sched/scheduler.h"
+#include "sampler/sampler.h"
 #include "sched/step_plan.h"
+#include "util/status.h"
 
 namespace strata {
 
@@ -31,30 +33,38 @@ struct ExecutedStep {
   StepResult result;
   // Per sampled request: the sampler's full result (logprobs).
   std::unordered_map<RequestId, SampleResult> samples;
-  // Per failed request: why.
-  std::unordered_map<RequestId, std::string> errors;
+  // Per failed request: why (kInvalidArgument for rejected sampling
+  // parameters, kInternal for a failed forward pass).
+  std::unordered_map<RequestId, Status> errors;
 };
+
+// The flat batch ModelRunner::forward takes: sequence s is plan.requests[s];
+// logits rows are the sampling requests' last tokens, in plan order.
+ForwardBatch to_forward_batch(const StepPlan& plan);
 
 class StepExecutor {
  public:
   StepExecutor(ModelRunner& runner, int32_t vocab_size);
 
-  // Runs `plan`; `scheduler` (which made it) supplies each request's spec,
-  // prompt and output count.
-  ExecutedStep execute(const StepPlan& plan, const Scheduler& scheduler);
+  // Drops the state of plan.finished_ids, then runs the plan's requests.
+  ExecutedStep execute(const StepPlan& plan);
 
-  // Forgets a finished request's sampler.
-  void release(RequestId id) { samplers_.erase(id); }
-  size_t num_samplers() const { return samplers_.size(); }
+  size_t num_samplers() const { return requests_.size(); }
 
  private:
   // Forward over `plan` into logits_; the error, if any.
   Status forward(const StepPlan& plan);
+  // Creates the samplers of requests new in `plan`; the runnable rest.
+  StepPlan admit_new_requests(const StepPlan& plan, ExecutedStep* out);
 
   ModelRunner& runner_;
   int32_t vocab_size_;
   SamplerWorkspace workspace_;
-  std::unordered_map<RequestId, SequenceSampler> samplers_;
+  struct RequestState {
+    SequenceSampler sampler;
+    std::vector<int32_t> stop_token_ids;
+  };
+  std::unordered_map<RequestId, RequestState> requests_;
   std::vector<float> logits_;  // [num sampling rows][vocab]
 };
 

@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/sampler.h"
+#include "sampler/sampler.h"
 #include "sched/request.h"
+#include "util/status.h"
 
 namespace strata {
 
@@ -33,7 +34,11 @@ struct TokenEvent {
 
   bool is_final = false;
   FinishReason finish_reason = FinishReason::kNone;  // set when is_final
-  std::string error_message;                         // for kError
+  // For kError: what went wrong, for the client. error_code says whose
+  // fault: kInvalidArgument / kResourceExhausted for a request that can
+  // never be served as asked, kInternal for a fault of the server.
+  std::string error_message;
+  StatusCode error_code = StatusCode::kOk;
   TokenUsage usage;                                  // set when is_final
 };
 

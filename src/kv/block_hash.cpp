@@ -49,4 +49,23 @@ BlockHash hash_block(const BlockHash& parent, std::span<const int32_t> tokens,
   return sha256(buf);
 }
 
+void extend_block_hashes(std::span<const int32_t> tokens, int32_t block_size,
+                         std::string_view cache_salt, std::vector<BlockHash>* hashes) {
+  const size_t bs = static_cast<size_t>(block_size);
+  const size_t num_full = tokens.size() / bs;
+  hashes->reserve(num_full);
+  for (size_t i = hashes->size(); i < num_full; ++i) {
+    const BlockHash& parent = i == 0 ? root_block_hash() : (*hashes)[i - 1];
+    hashes->push_back(
+        hash_block(parent, tokens.subspan(i * bs, bs), i == 0 ? cache_salt : std::string_view()));
+  }
+}
+
+std::vector<BlockHash> block_hashes_of(std::span<const int32_t> tokens, int32_t block_size,
+                                       std::string_view cache_salt) {
+  std::vector<BlockHash> hashes;
+  extend_block_hashes(tokens, block_size, cache_salt, &hashes);
+  return hashes;
+}
+
 }  // namespace strata

@@ -28,6 +28,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace strata {
 
@@ -57,5 +58,16 @@ const BlockHash& root_block_hash();
 // extra key when non-empty; callers pass it for block 0 only.
 BlockHash hash_block(const BlockHash& parent, std::span<const int32_t> tokens,
                      std::string_view cache_salt = {});
+
+// Extends `hashes`, the chained keys of the first hashes->size() full blocks
+// of `tokens`, to every full block of `tokens` (block i holds tokens
+// [i * block_size, (i + 1) * block_size)). `cache_salt` enters block 0 only.
+// The one place a sequence's chain is computed: the scheduler keeps it per
+// request, the KV connectors derive chunk keys from it.
+void extend_block_hashes(std::span<const int32_t> tokens, int32_t block_size,
+                         std::string_view cache_salt, std::vector<BlockHash>* hashes);
+// The chained keys of every full block of `tokens`.
+std::vector<BlockHash> block_hashes_of(std::span<const int32_t> tokens, int32_t block_size,
+                                       std::string_view cache_salt = {});
 
 }  // namespace strata

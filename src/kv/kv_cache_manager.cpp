@@ -26,31 +26,16 @@ int64_t KvCacheManager::blocks_for_tokens(int64_t num_tokens) const {
   return (num_tokens + block_size() - 1) / block_size();
 }
 
-void KvCacheManager::hash_blocks(Seq& seq, std::span<const int32_t> tokens,
-                                 int64_t num_full_blocks) const {
-  const int64_t bs = block_size();
-  for (int64_t i = static_cast<int64_t>(seq.block_hashes.size()); i < num_full_blocks; ++i) {
-    const BlockHash& parent = i == 0 ? root_block_hash() : seq.block_hashes[i - 1];
-    seq.block_hashes.push_back(hash_block(parent, tokens.subspan(i * bs, bs),
-                                          i == 0 ? std::string_view(seq.cache_salt) : ""));
-  }
-}
-
-PrefixHit KvCacheManager::find_prefix(SeqId id, std::span<const int32_t> tokens,
-                                      std::string_view cache_salt) {
+PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> tokens,
+                                      std::span<const BlockHash> block_hashes) const {
   PrefixHit hit;
   if (!options_.enable_prefix_caching || tokens.empty()) return hit;
-  auto [it, inserted] = seqs_.try_emplace(id);
-  Seq& seq = it->second;
-  if (inserted) seq.cache_salt = cache_salt;
-  if (!seq.block_table.empty()) return hit;
   const int64_t bs = block_size();
-  const int64_t max_blocks = (static_cast<int64_t>(tokens.size()) - 1) / bs;
-  hash_blocks(seq, tokens, max_blocks);
+  const int64_t max_blocks = std::min<int64_t>((static_cast<int64_t>(tokens.size()) - 1) / bs,
+                                               static_cast<int64_t>(block_hashes.size()));
   for (int64_t i = 0; i < max_blocks; ++i) {
-    const BlockHash& parent = i == 0 ? root_block_hash() : seq.block_hashes[i - 1];
-    std::optional<int32_t> block =
-        pool_.lookup(seq.block_hashes[i], parent, tokens.subspan(i * bs, bs));
+    const BlockHash& parent = i == 0 ? root_block_hash() : block_hashes[i - 1];
+    std::optional<int32_t> block = pool_.lookup(block_hashes[i], parent, tokens.subspan(i * bs, bs));
     if (!block) break;
     hit.block_ids.push_back(*block);
   }
@@ -91,25 +76,57 @@ bool KvCacheManager::allocate(SeqId id, const PrefixHit& hit, int64_t num_tokens
   return true;
 }
 
+void KvCacheManager::cache_block(int32_t block_id, std::span<const int32_t> tokens,
+                                 std::span<const BlockHash> block_hashes, int64_t i) {
+  const int64_t bs = block_size();
+  assert(static_cast<int64_t>(block_hashes.size()) > i);
+  assert(static_cast<int64_t>(tokens.size()) >= (i + 1) * bs);
+  const BlockHash& parent = i == 0 ? root_block_hash() : block_hashes[i - 1];
+  // A false return means an equal block is already cached; this copy
+  // simply stays private to its holder.
+  (void)pool_.cache(block_id, block_hashes[i], parent, tokens.subspan(i * bs, bs));
+}
+
 void KvCacheManager::commit_computed(SeqId id, std::span<const int32_t> tokens,
+                                     std::span<const BlockHash> block_hashes,
                                      int64_t num_computed_tokens) {
   if (!options_.enable_prefix_caching) return;
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
   Seq& seq = it->second;
-  const int64_t bs = block_size();
-  const int64_t num_full =
-      std::min<int64_t>(num_computed_tokens / bs, static_cast<int64_t>(seq.block_table.size()));
-  if (num_full <= seq.num_committed_blocks) return;
-  hash_blocks(seq, tokens, num_full);
+  const int64_t num_full = std::min<int64_t>(
+      {num_computed_tokens / block_size(), static_cast<int64_t>(seq.block_table.size()),
+       static_cast<int64_t>(block_hashes.size())});
   for (int64_t i = seq.num_committed_blocks; i < num_full; ++i) {
-    const BlockHash& parent = i == 0 ? root_block_hash() : seq.block_hashes[i - 1];
-    // A false return means an equal block is already cached; this copy
-    // simply stays private to the sequence.
-    (void)pool_.cache(seq.block_table[i], seq.block_hashes[i], parent, tokens.subspan(i * bs, bs));
+    cache_block(seq.block_table[i], tokens, block_hashes, i);
   }
-  seq.num_committed_blocks = static_cast<int32_t>(num_full);
+  seq.num_committed_blocks = std::max(seq.num_committed_blocks, static_cast<int32_t>(num_full));
 }
+
+bool KvCacheManager::take_blocks(int32_t n, std::vector<int32_t>* out) {
+  if (n < 0 || n > pool_.num_free_blocks()) return false;
+  pool_.allocate(n, out);
+  return true;
+}
+
+void KvCacheManager::insert_computed_blocks(std::span<const int32_t> block_ids,
+                                            std::span<const int32_t> tokens,
+                                            std::span<const BlockHash> block_hashes,
+                                            int64_t first_block) {
+  assert(options_.enable_prefix_caching);
+  for (size_t j = 0; j < block_ids.size(); ++j) {
+    cache_block(block_ids[j], tokens, block_hashes, first_block + static_cast<int64_t>(j));
+  }
+  // Tail first, as free() does: the run's head stays cached longest.
+  std::vector<int32_t> tail_first(block_ids.rbegin(), block_ids.rend());
+  pool_.release(tail_first);
+}
+
+void KvCacheManager::release_blocks(std::span<const int32_t> block_ids) {
+  pool_.release(block_ids);
+}
+
+void KvCacheManager::hold_blocks(std::span<const int32_t> block_ids) { pool_.touch(block_ids); }
 
 void KvCacheManager::free(SeqId id) {
   auto it = seqs_.find(id);

@@ -6,7 +6,7 @@
 #include <bit>
 #include <vector>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model_config.h"
 #include "util/hex.h"
 

@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "kernels/ops.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "util/status.h"
 
 namespace strata {

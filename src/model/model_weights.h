@@ -18,7 +18,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/packed_weight.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model_config.h"
 #include "util/status.h"
 

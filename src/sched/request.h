@@ -19,7 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/sampler.h"
+#include "kv/block_hash.h"
+#include "sampler/sampler.h"
 
 namespace strata {
 
@@ -47,11 +48,12 @@ struct RequestSpec {
   // Output length bounds. 1 <= max_tokens; 0 <= min_tokens <= max_tokens.
   int32_t max_tokens = 16;
   int32_t min_tokens = 0;
-  // Tokens that end the request (EOS and the request's stop_token_ids),
-  // unless ignore_eos. Before min_tokens outputs they are kept as ordinary
-  // tokens (the engine should also mask them out of sampling).
+  // Every token that ends the request: the caller decides the set once
+  // (the engine: the request's stop_token_ids plus the model's
+  // end-of-generation tokens unless ignore_eos). Before min_tokens outputs
+  // they cannot end it; StepPlan asks the executor to mask them out of
+  // sampling then.
   std::vector<int32_t> stop_token_ids;
-  bool ignore_eos = false;
   // Lower runs first under the priority policy; ignored under fcfs.
   int32_t priority = 0;
   // Separates prefix-cache namespaces: equal prompts with different salts
@@ -62,7 +64,7 @@ struct RequestSpec {
   // compute, so it then finds the prompt's full blocks in the prefix cache.
   // 0 = none.
   RequestId prefix_source_id = 0;
-  SamplingParams sampling;  // carried for the engine's samplers; unused here
+  SamplingParams sampling;  // handed to the executor in the first step's plan; unused here
 };
 
 struct Request {
@@ -76,11 +78,14 @@ struct Request {
   FinishReason finish_reason = FinishReason::kNone;
 
   int64_t num_computed_tokens = 0;
+  // Chained keys of the full blocks of `tokens` (kv/block_hash.h), kept up
+  // to date as tokens are appended; empty when prefix caching is off.
+  std::vector<BlockHash> block_hashes;
   // Admission order: FCFS order and the tie-break of every policy. Kept
   // across preemption, so a preempted request keeps its place.
   uint64_t arrival_seq = 0;
   int64_t arrival_ns = 0;
-  int64_t first_scheduled_ns = -1;       // -1 until first admitted
+  int64_t first_scheduled_ns = -1;       // -1 until first in a plan
   int64_t num_cached_prompt_tokens = 0;  // prefix hits at first admission
   int32_t num_preemptions = 0;
 

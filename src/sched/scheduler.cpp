@@ -72,8 +72,7 @@ Status Scheduler::add_request(RequestSpec spec) {
   // The last sampled token never needs K/V.
   const int64_t needed_blocks = kv_->blocks_for_tokens(max_total - 1);
   if (needed_blocks > kv_->num_blocks()) {
-    return Status(StatusCode::kResourceExhausted,
-                  name + ": needs " + std::to_string(needed_blocks) + " KV blocks (" +
+    return invalid_argument(name + ": needs " + std::to_string(needed_blocks) + " KV blocks (" +
                       std::to_string(max_total - 1) + " tokens) but the whole pool has " +
                       std::to_string(kv_->num_blocks()) +
                       "; raise --kv-cache-memory or lower max_tokens");
@@ -85,6 +84,9 @@ Status Scheduler::add_request(RequestSpec spec) {
   r->num_prompt_tokens = num_prompt;
   spec.prompt_tokens.clear();
   r->spec = std::move(spec);
+  if (kv_->is_prefix_caching_enabled()) {
+    extend_block_hashes(r->tokens, kv_->block_size(), r->spec.cache_salt, &r->block_hashes);
+  }
   r->arrival_seq = next_arrival_seq_++;
   r->arrival_ns = clock_->now_ns();
   requests_.emplace(r->spec.id, std::move(request));
@@ -96,6 +98,7 @@ void Scheduler::release(Request* r, FinishReason reason) {
   kv_->remove(r->spec.id);
   r->status = RequestStatus::kFinished;
   r->finish_reason = reason;
+  if (r->first_scheduled_ns >= 0) finished_since_plan_.push_back(r->spec.id);
 }
 
 bool Scheduler::finish_request(RequestId id, FinishReason reason) {
@@ -166,7 +169,7 @@ bool Scheduler::schedule_running(Request* r, StepState& st) {
     preempt(victim, st);
     if (victim == r) return false;
   }
-  st.grants.push_back({r, n, false});
+  st.grants.push_back({r, n});
   st.budget_tokens -= n;
   if (is_prefill) charge_prefill(r->num_computed_tokens, n, st);
   return true;
@@ -183,7 +186,7 @@ bool Scheduler::admit_waiting(size_t index, StepState& st) {
   const bool is_full = static_cast<int32_t>(running_.size()) >= options_.effective_max_num_seqs();
   if (is_full && st.prefill_budget < StepState::kUnlimited && can_preempt_for(*r)) {
     // Preempt for it only if what is left of the prefill budget admits it.
-    const PrefixHit probe = kv_->find_prefix(r->spec.id, r->tokens, r->spec.cache_salt);
+    const PrefixHit probe = kv_->find_prefix(r->tokens, r->block_hashes);
     if (prefill_tokens_within(probe.num_tokens, 1, st) == 0) return false;
   }
   while (static_cast<int32_t>(running_.size()) >= options_.effective_max_num_seqs()) {
@@ -191,7 +194,7 @@ bool Scheduler::admit_waiting(size_t index, StepState& st) {
     preempt(running_.back(), st);
   }
   const RequestId id = r->spec.id;
-  const PrefixHit hit = kv_->find_prefix(id, r->tokens, r->spec.cache_salt);
+  const PrefixHit hit = kv_->find_prefix(r->tokens, r->block_hashes);
   const int64_t n = prefill_tokens_within(
       hit.num_tokens, std::min(r->num_tokens() - hit.num_tokens, st.budget_tokens), st);
   if (n <= 0) return false;
@@ -200,16 +203,11 @@ bool Scheduler::admit_waiting(size_t index, StepState& st) {
     preempt(running_.back(), st);
   }
   kv_->record_prefix_query(r->num_tokens(), hit.num_tokens);
-  const bool is_first_step = r->first_scheduled_ns < 0;
-  if (is_first_step) {
-    r->first_scheduled_ns = clock_->now_ns();
-    r->num_cached_prompt_tokens = hit.num_tokens;
-  }
   r->num_computed_tokens = hit.num_tokens;
   r->status = RequestStatus::kRunning;
   waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(index));
   insert_sorted(&running_, r);
-  st.grants.push_back({r, n, is_first_step});
+  st.grants.push_back({r, n});
   st.budget_tokens -= n;
   charge_prefill(hit.num_tokens, n, st);
   return true;
@@ -219,6 +217,7 @@ StepPlan Scheduler::schedule() {
   StepPlan plan;
   plan.step_id = next_step_id_++;
   plan.block_size = kv_->block_size();
+  plan.finished_ids.swap(finished_since_plan_);
   StepState st;
   st.budget_tokens = options_.max_num_batched_tokens;
   st.plan = &plan;
@@ -257,8 +256,16 @@ StepPlan Scheduler::schedule() {
   }
 
   plan.requests.reserve(st.grants.size());
+  const int64_t now_ns = st.grants.empty() ? 0 : clock_->now_ns();
   for (const Grant& g : st.grants) {
-    const Request& r = *g.request;
+    Request& r = *g.request;
+    // First time in a plan (a grant undone by a preemption in the same step
+    // does not count).
+    const bool is_first_step = r.first_scheduled_ns < 0;
+    if (is_first_step) {
+      r.first_scheduled_ns = now_ns;
+      r.num_cached_prompt_tokens = r.num_computed_tokens;
+    }
     ScheduledRequest s;
     s.request_id = r.spec.id;
     s.num_computed_tokens = r.num_computed_tokens;
@@ -268,7 +275,14 @@ StepPlan Scheduler::schedule() {
     s.block_table = kv_->block_table(r.spec.id);
     s.is_sampling = r.num_computed_tokens + g.num_new_tokens == r.num_tokens();
     s.is_prefill = r.num_computed_tokens < r.num_prompt_tokens;
-    s.is_first_step = g.is_first_step;
+    s.masks_stop_tokens = s.is_sampling && r.num_output_tokens() < r.spec.min_tokens;
+    if (is_first_step) {
+      NewRequestData d;
+      d.sampling = r.spec.sampling;
+      d.prompt_tokens.assign(r.tokens.begin(), r.tokens.begin() + r.num_prompt_tokens);
+      d.stop_token_ids = r.spec.stop_token_ids;
+      s.new_request = std::move(d);
+    }
     plan.num_scheduled_tokens += g.num_new_tokens;
     plan.requests.push_back(std::move(s));
   }
@@ -300,14 +314,17 @@ StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
       u.finish_reason = FinishReason::kError;
     } else {
       r->num_computed_tokens += s.num_new_tokens;
-      kv_->commit_computed(r->spec.id, r->tokens, r->num_computed_tokens);
+      kv_->commit_computed(r->spec.id, r->tokens, r->block_hashes, r->num_computed_tokens);
       if (s.is_sampling) {
         const int32_t token = tok->second;
         r->tokens.push_back(token);
+        if (kv_->is_prefix_caching_enabled()) {
+          extend_block_hashes(r->tokens, kv_->block_size(), r->spec.cache_salt, &r->block_hashes);
+        }
         u.has_new_token = true;
         u.new_token = token;
         const auto& stops = r->spec.stop_token_ids;
-        if (!r->spec.ignore_eos && r->num_output_tokens() > r->spec.min_tokens &&
+        if (r->num_output_tokens() > r->spec.min_tokens &&
             std::find(stops.begin(), stops.end(), token) != stops.end()) {
           u.finish_reason = FinishReason::kStop;
         } else if (r->num_output_tokens() >= r->spec.max_tokens ||

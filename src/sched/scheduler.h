@@ -17,10 +17,11 @@
 // original place in the order. Under kPriority a waiting request may also
 // preempt a strictly lower-priority running one.
 //
-// update() appends sampled tokens, applies EOS / stop tokens (after
-// min_tokens, unless ignore_eos), max_tokens and max_model_len, caches newly
-// full blocks and frees finished requests' blocks. Stop strings are the
-// engine's: it calls finish_request(id, kStop).
+// update() appends sampled tokens, applies the request's stop tokens (after
+// min_tokens), max_tokens and max_model_len, caches newly full blocks and
+// frees finished requests' blocks. Stop strings are the engine's: it calls
+// finish_request(id, kStop). Each plan lists the requests finished since the
+// previous one, so an executor can drop their state without asking.
 //
 // Not thread-safe: owned by the engine thread, with the KvCacheManager and
 // Clock it borrows (both must outlive it).
@@ -94,7 +95,6 @@ class Scheduler {
   struct Grant {
     Request* request;
     int64_t num_new_tokens;
-    bool is_first_step;
   };
   struct StepState;
 
@@ -129,6 +129,8 @@ class Scheduler {
   uint64_t next_step_id_ = 0;
   int64_t num_preemptions_ = 0;
   int64_t num_steps_ = 0;
+  // Requests that reached a plan and finished since the last schedule().
+  std::vector<RequestId> finished_since_plan_;
 };
 
 }  // namespace strata

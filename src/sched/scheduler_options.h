@@ -23,16 +23,18 @@ enum class SchedulingPolicy {
 Result<SchedulingPolicy> parse_scheduling_policy(std::string_view name);  // "fcfs" | "priority"
 const char* scheduling_policy_name(SchedulingPolicy policy);
 
+// The engine fills every field from EngineOptions (engine/engine_options.h
+// owns the defaults); the initializers below are not defaults: the zero
+// sizes fail validate() until set.
 struct SchedulerOptions {
   // Most requests running at once (--max-num-seqs). >= 1. The effective cap
   // is min(max_num_seqs, max_num_batched_tokens), so that every running
   // request gets at least its decode token every step (no starvation).
-  int32_t max_num_seqs = 256;
+  int32_t max_num_seqs = 0;
   // Most tokens computed per step, decodes and prefill chunks together
   // (--max-num-batched-tokens). >= 1. Small on a CPU: a step's latency is
   // proportional to its tokens, and long prefills must not freeze decodes.
-  // Provisional default; the engine's chunked-prefill sweep sets the final one.
-  int64_t max_num_batched_tokens = 256;
+  int64_t max_num_batched_tokens = 0;
   // Most prompt tokens (prefill chunks, recompute) one step computes while
   // any running request is decoding (--max-prefill-tokens); 0 = no limit
   // beyond max_num_batched_tokens. This is the CPU's chunked-prefill knob: a
@@ -52,7 +54,7 @@ struct SchedulerOptions {
   int64_t prefill_cost_context_len = 0;
   // Longest prompt + output (--max-model-len); requests beyond it are
   // rejected at admission. >= 2.
-  int64_t max_model_len = 4096;
+  int64_t max_model_len = 0;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   // Priority aging (priority policy only): every priority_aging_ns spent
   // since arrival counts as one priority level better, so a low-priority

@@ -7,15 +7,29 @@
 //   Scheduler::update()   -> StepOutput  new tokens and finishes to stream
 //
 // Plain values, owned by whoever holds them; no pointers into the scheduler.
+// A StepPlan is self-contained: the executor needs nothing else (no reads of
+// the scheduler), so a plan can be tested alone, or sent to another rank.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
-#include "runtime/forward_batch.h"
+#include "sampler/sampler.h"
 #include "sched/request.h"
 
 namespace strata {
+
+// What the executor needs of a request it has not seen before; sent once, in
+// the plan of the request's first step (not again after a preemption: the
+// executor keeps its state until the request is in finished_ids).
+struct NewRequestData {
+  SamplingParams sampling;
+  std::vector<int32_t> prompt_tokens;  // repetition penalties read them
+  // Masked out of the logits while fewer than min_tokens outputs exist (see
+  // ScheduledRequest::masks_stop_tokens): the request's stop tokens.
+  std::vector<int32_t> stop_token_ids;
+};
 
 // One request's share of a step: tokens [num_computed_tokens,
 // num_computed_tokens + num_new_tokens) of its prompt + output, at those
@@ -33,9 +47,13 @@ struct ScheduledRequest {
   bool is_sampling = false;
   // At least one prompt token is computed (a prefill chunk, or a recompute).
   bool is_prefill = false;
-  // First step of the request (not counting resumes after preemption):
-  // the engine creates its sampler state now.
-  bool is_first_step = false;
+  // The token sampled this step must not be a stop token: the request has
+  // fewer than min_tokens outputs.
+  bool masks_stop_tokens = false;
+  // Set on the request's first step only (not on resumes after preemption).
+  std::optional<NewRequestData> new_request;
+
+  bool is_first_step() const { return new_request.has_value(); }
 
   int32_t position(int32_t i) const { return static_cast<int32_t>(num_computed_tokens + i); }
 };
@@ -48,13 +66,12 @@ struct StepPlan {
   int64_t num_scheduled_tokens = 0;  // sum of num_new_tokens
   // Requests sent back to waiting this step (their blocks are freed).
   std::vector<RequestId> preempted_ids;
+  // Requests finished (or aborted) since the previous plan: the executor
+  // drops their state. Delivered even in a plan with no requests.
+  std::vector<RequestId> finished_ids;
 
   bool empty() const { return requests.empty(); }
 };
-
-// The flat batch ModelRunner::forward takes: sequence s is plan.requests[s];
-// logits rows are the sampling requests' last tokens, in plan order.
-ForwardBatch to_forward_batch(const StepPlan& plan);
 
 struct SampledToken {
   RequestId request_id = 0;

@@ -24,7 +24,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "model/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "server/chat_template.h"
 #include "server/protocol.h"
 #include "util/status.h"

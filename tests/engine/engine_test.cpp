@@ -10,7 +10,7 @@
 
 #include "engine/engine_core.h"
 #include "engine_test_util.h"
-#include "model/tokenizer/incremental_detokenizer.h"
+#include "tokenizer/incremental_detokenizer.h"
 
 namespace strata::testing {
 namespace {
@@ -174,27 +174,57 @@ TEST(EngineCore, AbortFreesBlocksAtOnce) {
   EXPECT_EQ(kept.at(0).tokens, solo_output(greedy_request(random_prompt(1, 40), 100)));
 }
 
+TEST(EngineCore, RequestsThatCanNeverRunAreRefusedAtOnce) {
+  STRATA_REQUIRE_MODEL();
+  auto core = make_core(small_options(8));  // 8 blocks of 16 = 128 tokens
+  GenerationRequest bad_top_p = greedy_request(random_prompt(13, 25), 20);
+  bad_top_p.sampling.top_p = 2.0f;
+  const Result<std::shared_ptr<RequestStream>> a = core->add_request(bad_top_p);
+  ASSERT_FALSE(a.is_ok());
+  EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(a.status().message().find("top_p"), std::string::npos);
+  const Result<std::shared_ptr<RequestStream>> b =
+      core->add_request(greedy_request(random_prompt(14, 250), 20));  // ctx is 256
+  ASSERT_FALSE(b.is_ok());
+  EXPECT_NE(b.status().message().find("--max-model-len"), std::string::npos);
+  const Result<std::shared_ptr<RequestStream>> c =
+      core->add_request(greedy_request(random_prompt(15, 120), 20));  // 139 slots > 128
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("--kv-cache-memory"), std::string::npos);
+  EXPECT_FALSE(core->add_request(GenerationRequest{}).is_ok());
+  EXPECT_FALSE(core->add_request(greedy_request({1, 100000}, 4)).is_ok());
+  EXPECT_FALSE(core->has_unfinished_requests());
+}
+
 TEST(EngineCore, FailingRequestDoesNotAffectOthers) {
   STRATA_REQUIRE_MODEL();
   const GenerationRequest a = greedy_request(random_prompt(11, 33), 20);
   const GenerationRequest b = greedy_request(random_prompt(12, 17), 20);
+  // Past check_request (a caller that skipped it): the sampler rejects the
+  // params on the engine thread, and the scheduler the length.
   GenerationRequest bad = greedy_request(random_prompt(13, 25), 20);
-  bad.sampling.top_p = 2.0f;  // rejected by the sampler on the engine thread
+  bad.sampling.top_p = 2.0f;
   GenerationRequest too_long = greedy_request(random_prompt(14, 250), 20);  // ctx is 256
   auto core = make_core(small_options(128));
-  const auto outputs = run_to_completion(*core, {a, bad, b, too_long});
-  EXPECT_EQ(outputs[1].at(0).finish_reason, FinishReason::kError);
-  EXPECT_NE(outputs[1].at(0).error_message.find("top_p"), std::string::npos);
-  EXPECT_EQ(outputs[3].at(0).finish_reason, FinishReason::kError);
-  EXPECT_NE(outputs[3].at(0).error_message.find("max-model-len"), std::string::npos);
+  std::shared_ptr<RequestStream> bad_stream = core->make_stream(1);
+  std::shared_ptr<RequestStream> long_stream = core->make_stream(1);
+  core->admit(bad, bad_stream);
+  core->admit(too_long, long_stream);
+  const auto outputs = run_to_completion(*core, {a, b});
+  std::map<int32_t, ChoiceOutput> bad_out, long_out;
+  collect(*bad_stream, &bad_out);
+  collect(*long_stream, &long_out);
+  EXPECT_EQ(bad_out.at(0).finish_reason, FinishReason::kError);
+  EXPECT_EQ(bad_out.at(0).error_code, StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_out.at(0).error_message.find("top_p"), std::string::npos);
+  EXPECT_EQ(long_out.at(0).finish_reason, FinishReason::kError);
+  EXPECT_EQ(long_out.at(0).error_code, StatusCode::kInvalidArgument);
+  EXPECT_NE(long_out.at(0).error_message.find("max-model-len"), std::string::npos);
   EXPECT_EQ(outputs[0].at(0).tokens, solo_output(a));
-  EXPECT_EQ(outputs[2].at(0).tokens, solo_output(b));
+  EXPECT_EQ(outputs[1].at(0).tokens, solo_output(b));
   EXPECT_EQ(core->kv_cache().num_free_blocks(), core->kv_cache().num_blocks());
-  // Structural errors are refused synchronously.
-  GenerationRequest empty;
-  EXPECT_FALSE(core->add_request(empty).is_ok());
-  GenerationRequest bad_id = greedy_request({1, 100000}, 4);
-  EXPECT_FALSE(core->add_request(bad_id).is_ok());
+  EXPECT_EQ(core->executor().num_samplers(), 0u);
 }
 
 TEST(EngineCore, LogprobsAreReportedPerToken) {

@@ -16,7 +16,7 @@
 
 #include "engine/engine_core.h"
 #include "model/model_weights.h"
-#include "model/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace strata::testing {
 
@@ -93,6 +93,7 @@ struct ChoiceOutput {
   bool is_finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   std::string error_message;
+  StatusCode error_code = StatusCode::kOk;
   TokenUsage usage;
 };
 
@@ -107,6 +108,7 @@ inline void collect(RequestStream& stream, std::map<int32_t, ChoiceOutput>* out)
       c.is_finished = true;
       c.finish_reason = e.finish_reason;
       c.error_message = e.error_message;
+      c.error_code = e.error_code;
       c.usage = e.usage;
     }
   }

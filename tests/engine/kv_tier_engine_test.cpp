@@ -22,7 +22,7 @@ TEST(KvTierEngine, WritePathStoresEveryWholeChunkOnce) {
   auto core = make_tier_core(o);
   ASSERT_TRUE(core);
   const auto out = serve_all(*core, {p, p});  // the second one hits the pool
-  core->flush_kv_tiers();
+  core->flush_kv_connector();
   const std::vector<int32_t> cold = cold_output(p);
   EXPECT_EQ(out[0].tokens, cold);
   EXPECT_EQ(out[1].tokens, cold);
@@ -56,7 +56,7 @@ TEST(KvTierEngine, DiskChunksServeTheSamePromptAfterARestart) {
   EXPECT_EQ(out[0].tokens, cold);
   EXPECT_EQ(out[0].usage.num_cached_prompt_tokens, kLoadableTokens);
   EXPECT_EQ(out[1].tokens, cold_output(canary_request()));
-  second->flush_kv_tiers();
+  second->flush_kv_connector();
   const MetricsSnapshot m = metrics.snapshot();
   EXPECT_EQ(m.prompt_tokens_cached_by_tier.at("disk"), kLoadableTokens);
   EXPECT_EQ(m.kv_load_time.count, 1);
@@ -114,7 +114,7 @@ TEST(KvTierEngine, LoadingRequestWaitsWhileOthersRunThenMatchesCold) {
         make_tier_core(tier_options(), manager_of(std::make_unique<GatedTier>(store, gate)));
     ASSERT_TRUE(writer);
     serve_all(*writer, {p});
-    writer->flush_kv_tiers();
+    writer->flush_kv_connector();
   }
   gate->set(false);
   auto core = make_tier_core(tier_options(), manager_of(std::make_unique<GatedTier>(store, gate)));

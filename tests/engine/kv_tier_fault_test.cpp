@@ -25,7 +25,7 @@ void populate(const TempDir& dir, const GenerationRequest& p,
   auto core = make_tier_core(disk_options(dir), nullptr, nullptr, model);
   ASSERT_TRUE(core);
   serve_all(*core, {p});
-  core->flush_kv_tiers();
+  core->flush_kv_connector();
 }
 
 // The faulted request and a canary on one engine: both equal their cold
@@ -115,7 +115,7 @@ TEST(KvTierFault, FullDiskDropsStoresAndLeavesNothingBehind) {
     ASSERT_NE(disk, nullptr);
     disk->inject_fault_for_testing(DiskFault{ENOSPC, 1000, true});
     EXPECT_EQ(expect_cold_outputs_with_canary(*core, p), 0);
-    core->flush_kv_tiers();
+    core->flush_kv_connector();
     const TierStats s = tier_stats(*core, "disk");
     EXPECT_GE(s.errors + s.dropped_stores, 1);
     EXPECT_EQ(s.stored_chunks, 0);
@@ -141,7 +141,7 @@ TEST(KvTierFault, ReadOnlyCacheDirectoryServesColdOutputs) {
         .inject_fault_for_testing(DiskFault{EACCES, 1000, false});
   }
   EXPECT_EQ(expect_cold_outputs_with_canary(*core, p), 0);
-  core->flush_kv_tiers();
+  core->flush_kv_connector();
   EXPECT_EQ(tier_stats(*core, "disk").stored_chunks, 0);
   EXPECT_EQ(expect_cold_outputs_with_canary(*core, p), p.prompt_tokens.size() / 16 * 16);
 }
@@ -162,7 +162,7 @@ std::optional<GenerationRequest> serve_until_stored(EngineCore& core, uint32_t s
     GenerationRequest p = document_request(seed + static_cast<uint32_t>(i));
     const int64_t before = tier_stats(core, "redis").bytes_written;
     serve_all(core, {p});
-    core.flush_kv_tiers();
+    core.flush_kv_connector();
     if (tier_stats(core, "redis").bytes_written > before) return p;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -176,7 +176,7 @@ TEST(KvTierFault, RedisDownAtStartThenBroughtUpRecovers) {
   auto core = make_tier_core(redis_options(redis.url()));  // nothing listens yet
   ASSERT_TRUE(core);
   EXPECT_EQ(expect_cold_outputs_with_canary(*core, document_request(21)), 0);
-  core->flush_kv_tiers();
+  core->flush_kv_connector();
   EXPECT_GE(tier_stats(*core, "redis").errors + tier_stats(*core, "redis").dropped_stores, 1);
   ASSERT_TRUE(redis.start());
   const std::optional<GenerationRequest> stored = serve_until_stored(*core, 100);
@@ -195,7 +195,7 @@ TEST(KvTierFault, RedisKilledMidRunThenBroughtBack) {
   auto core = make_tier_core(redis_options(redis.url()));
   ASSERT_TRUE(core);
   serve_all(*core, {p});
-  core->flush_kv_tiers();
+  core->flush_kv_connector();
   ASSERT_GT(tier_stats(*core, "redis").bytes_written, 0);
   redis.kill_now();
   auto reader = make_tier_core(redis_options(redis.url()));

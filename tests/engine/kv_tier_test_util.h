@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "engine_test_util.h"
+#include "engine/tiered_kv_connector.h"
 #include "kvtier/chunk_io.h"
 #include "kvtier/chunk_key.h"
 #include "kvtier/kv_tier_manager.h"
@@ -50,8 +51,16 @@ inline std::unique_ptr<EngineCore> make_tier_core(const EngineOptions& options,
                                                   std::unique_ptr<KvTierManager> tiers = nullptr,
                                                   Metrics* metrics = nullptr,
                                                   const TestModel& model = peaky_model()) {
+  std::unique_ptr<KvConnector> connector;
+  if (tiers != nullptr) {
+    Result<std::unique_ptr<TieredKvConnector>> c = TieredKvConnector::create(
+        *model.weights, options.block_size, options.kv_tiers, std::move(tiers), metrics, nullptr);
+    EXPECT_TRUE(c.is_ok()) << c.status().message();
+    if (!c) return nullptr;
+    connector = std::move(*c);
+  }
   Result<std::unique_ptr<EngineCore>> core = EngineCore::create(
-      *model.weights, *model.tokenizer, options, metrics, nullptr, std::move(tiers));
+      *model.weights, *model.tokenizer, options, metrics, nullptr, std::move(connector));
   EXPECT_TRUE(core.is_ok()) << core.status().message();
   return core ? std::move(*core) : nullptr;
 }
@@ -93,8 +102,9 @@ inline std::vector<ChunkKey> chunk_keys(const TestModel& model, std::span<const 
 
 // The tier named `name` of core's manager (nullptr if absent).
 inline KvTier* find_tier(EngineCore& core, std::string_view name) {
-  KvTierManager* m = core.kv_tiers();
-  if (m == nullptr) return nullptr;
+  auto* connector = dynamic_cast<TieredKvConnector*>(core.kv_connector());
+  if (connector == nullptr) return nullptr;
+  KvTierManager* m = &connector->tiers();
   for (size_t i = 0; i < m->num_tiers(); ++i) {
     if (m->tier_name(i) == name) return &m->tier(i);
   }

@@ -12,8 +12,8 @@
 #include <map>
 
 #include "gguf_bytes.h"
-#include "model/gguf.h"
-#include "model/gguf_writer.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
 
 namespace strata {
 namespace {

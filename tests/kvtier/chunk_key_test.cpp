@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "model/gguf.h"
-#include "model/gguf_writer.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
 #include "model/model_config.h"
 
 namespace strata {

@@ -1,4 +1,4 @@
-#include "runtime/sampler.h"
+#include "sampler/sampler.h"
 
 #include <gtest/gtest.h>
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 #include <vector>
 
 #include "fake_runner.h"
@@ -19,6 +20,7 @@ namespace strata::testing {
 
 inline KvCacheOptions kv_options(int32_t num_blocks, int32_t block_size) {
   KvCacheOptions o;
+  o.enable_prefix_caching = true;
   o.num_blocks = num_blocks;
   o.block_size = block_size;
   return o;
@@ -52,6 +54,7 @@ struct Harness {
   // One engine step; returns the plan it ran.
   StepPlan step() {
     StepPlan plan = sched.schedule();
+    check_plan(plan);
     last_output = sched.update(plan, runner.run(plan));
     for (const RequestUpdate& u : last_output.updates) {
       if (u.has_new_token) outputs[u.request_id].push_back(u.new_token);
@@ -62,6 +65,37 @@ struct Harness {
     }
     clock.advance_ns(1000);
     return plan;
+  }
+
+  // The plan is self-contained: a request's NewRequestData comes exactly in
+  // its first plan, and every request that was in a plan is reported in
+  // finished_ids exactly once, after it left.
+  void check_plan(const StepPlan& plan) {
+    for (RequestId id : plan.finished_ids) {
+      EXPECT_TRUE(introduced.count(id)) << "finished before any plan: " << id;
+      EXPECT_TRUE(reported_finished.insert(id).second) << "finished twice: " << id;
+      EXPECT_EQ(sched.find(id), nullptr) << id;
+    }
+    for (const ScheduledRequest& r : plan.requests) {
+      const bool is_new = introduced.insert(r.request_id).second;
+      EXPECT_EQ(r.new_request.has_value(), is_new) << r.request_id;
+      EXPECT_FALSE(reported_finished.count(r.request_id)) << r.request_id;
+      const Request* req = sched.find(r.request_id);
+      ASSERT_NE(req, nullptr);
+      if (r.new_request) {
+        EXPECT_EQ(r.new_request->stop_token_ids, req->spec.stop_token_ids);
+        EXPECT_TRUE(std::equal(r.new_request->prompt_tokens.begin(),
+                               r.new_request->prompt_tokens.end(), req->prompt_tokens().begin(),
+                               req->prompt_tokens().end()));
+      }
+      EXPECT_EQ(r.masks_stop_tokens,
+                r.is_sampling && req->num_output_tokens() < req->spec.min_tokens);
+    }
+  }
+  // After the last request finished: one more plan reports the rest.
+  void check_all_finishes_reported() {
+    check_plan(sched.schedule());
+    EXPECT_EQ(introduced.size(), reported_finished.size());
   }
 
   // Steps until nothing is left (at most max_steps); returns steps taken.
@@ -114,6 +148,8 @@ struct Harness {
   std::map<RequestId, std::vector<int32_t>> outputs;
   std::map<RequestId, FinishReason> finished;
   std::vector<RequestId> finish_order;
+  std::set<RequestId> introduced;         // seen in a plan
+  std::set<RequestId> reported_finished;  // seen in a plan's finished_ids
 };
 
 }  // namespace strata::testing

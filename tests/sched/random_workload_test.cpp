@@ -74,7 +74,6 @@ void run_workload(const WorkloadConfig& cfg, WorkloadResult* result) {
         s.priority = uniform(0, 3);
         s.cache_salt = uniform(0, 3) == 0 ? "tenant" : "";
         if (uniform(0, 3) == 0) s.stop_token_ids = {testing::kFirstOutputToken + uniform(0, 999)};
-        s.ignore_eos = uniform(0, 5) == 0;
         Status st = h.sched.add_request(s);
         if (st.is_ok()) {
           specs[s.id] = s;
@@ -96,6 +95,7 @@ void run_workload(const WorkloadConfig& cfg, WorkloadResult* result) {
   EXPECT_EQ(h.kv.num_free_blocks(), cfg.num_blocks);
   EXPECT_TRUE(h.kv.seq_ids().empty());
   EXPECT_EQ(h.sched.num_running() + h.sched.num_waiting(), 0);
+  h.check_all_finishes_reported();
   // Batch invariance: each stream is a prefix of the request's solo output,
   // and a finished request's stream is complete and ends for the right reason.
   for (const auto& [id, s] : specs) {
@@ -109,7 +109,7 @@ void run_workload(const WorkloadConfig& cfg, WorkloadResult* result) {
       EXPECT_EQ(static_cast<int>(out.size()), s.max_tokens) << id;
     } else {
       ASSERT_EQ(reason, FinishReason::kStop) << id;
-      EXPECT_FALSE(s.ignore_eos);
+      ASSERT_FALSE(s.stop_token_ids.empty()) << id;
       EXPECT_EQ(out.back(), s.stop_token_ids[0]);
       EXPECT_GT(static_cast<int>(out.size()), s.min_tokens);
     }

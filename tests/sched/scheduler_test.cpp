@@ -17,6 +17,7 @@ using Ids = std::vector<RequestId>;
 SchedulerOptions opts(int64_t max_batched, int32_t max_seqs = 256,
                       SchedulingPolicy policy = SchedulingPolicy::kFcfs) {
   SchedulerOptions o;
+  o.max_model_len = 4096;
   o.max_num_batched_tokens = max_batched;
   o.max_num_seqs = max_seqs;
   o.policy = policy;
@@ -44,17 +45,18 @@ void expect_reference_outputs(const Harness& h, const std::vector<RequestSpec>& 
 }
 
 TEST(SchedulerOptionsTest, ValidatesAndParses) {
-  EXPECT_TRUE(SchedulerOptions().validate().is_ok());
-  SchedulerOptions o;
+  // No defaults of its own: the engine sets every size (EngineOptions).
+  EXPECT_FALSE(SchedulerOptions().validate().is_ok());
+  EXPECT_TRUE(opts(64).validate().is_ok());
+  SchedulerOptions o = opts(64);
   o.max_num_batched_tokens = 0;
   EXPECT_FALSE(o.validate().is_ok());
-  o = SchedulerOptions();
-  o.max_num_batched_tokens = 16;
+  o = opts(16);
   EXPECT_EQ(o.effective_max_num_seqs(), 16);
   EXPECT_EQ(*parse_scheduling_policy("priority"), SchedulingPolicy::kPriority);
   EXPECT_EQ(*parse_scheduling_policy("fcfs"), SchedulingPolicy::kFcfs);
   EXPECT_FALSE(parse_scheduling_policy("lifo").is_ok());
-  o = SchedulerOptions();
+  o = opts(64);
   o.prefill_cost_context_len = -1;
   EXPECT_FALSE(o.validate().is_ok());
 }
@@ -70,8 +72,9 @@ TEST(SchedulerTest, RejectsBadRequestsAtAdmission) {
   EXPECT_EQ(h.sched.add_request(bad_min).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(h.sched.add_request(make_spec(1, 30, 11)).code(), StatusCode::kInvalidArgument);
   // 10 + 8 - 1 = 17 K/V slots > 16: cannot fit even the empty pool.
+  // A request that can never run is the client's to change: invalid.
   Status s = h.sched.add_request(make_spec(1, 10, 8));
-  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--kv-cache-memory"), std::string::npos);
   EXPECT_TRUE(h.sched.add_request(make_spec(1, 10, 7)).is_ok());
   EXPECT_EQ(h.sched.add_request(make_spec(1, 2, 2)).code(), StatusCode::kInvalidArgument);
@@ -205,26 +208,10 @@ TEST(SchedulerTest, ChunkedPrefillPositionsAndBlockTables) {
     EXPECT_EQ(r.block_table.size(), blocks[i]);
     EXPECT_EQ(r.is_sampling, i == 2);
     EXPECT_TRUE(r.is_prefill);
-    EXPECT_EQ(r.is_first_step, i == 0);
+    EXPECT_EQ(r.is_first_step(), i == 0);
     EXPECT_EQ(r.new_token_ids.front(), 100 + starts[i]);
   }
   EXPECT_EQ(h.outputs.at(1).size(), 1u);
-}
-
-TEST(SchedulerTest, ForwardBatchFromPlan) {
-  Harness h(64, 4, opts(8));
-  ASSERT_TRUE(h.sched.add_request(make_spec(1, 3, 4)).is_ok());
-  h.step();
-  ASSERT_TRUE(h.sched.add_request(make_spec(2, 6, 4)).is_ok());
-  StepPlan p = h.sched.schedule();  // 1 decode token of 1, then 6 of 2
-  ForwardBatch b = to_forward_batch(p);
-  ASSERT_EQ(b.num_tokens(), 7);
-  EXPECT_EQ(b.positions, (std::vector<int32_t>{3, 0, 1, 2, 3, 4, 5}));
-  EXPECT_EQ(b.seq_index, (std::vector<int32_t>{0, 1, 1, 1, 1, 1, 1}));
-  // Request 1 holds block 0; request 2 gets blocks 1 and 2.
-  EXPECT_EQ(b.slot_mapping, (std::vector<int32_t>{3, 4, 5, 6, 7, 8, 9}));
-  EXPECT_EQ(b.logits_indices, (std::vector<int32_t>{0, 6}));
-  EXPECT_EQ(b.tokens[0], h.outputs.at(1)[0]);
 }
 
 TEST(SchedulerTest, FcfsFinishesInArrivalOrder) {
@@ -351,15 +338,14 @@ TEST(SchedulerTest, PriorityAgingPreventsStarvation) {
   EXPECT_LT(steps, 40);
 }
 
-TEST(SchedulerTest, StopTokensMinTokensIgnoreEosAndMaxTokens) {
+TEST(SchedulerTest, StopTokensMinTokensAndMaxTokens) {
   const RequestSpec base = make_spec(1, 7, 10);
   const std::vector<int32_t> ref = reference_output(base.prompt_tokens, 10);
-  auto run = [&](int32_t min_tokens, bool ignore_eos, int stop_index) {
+  auto run = [&](int32_t min_tokens, bool has_stop, int stop_index) {
     Harness h(64, 4, opts(64));
     RequestSpec s = base;
     s.min_tokens = min_tokens;
-    s.ignore_eos = ignore_eos;
-    s.stop_token_ids = {ref[stop_index]};
+    if (has_stop) s.stop_token_ids = {ref[stop_index]};
     EXPECT_TRUE(h.sched.add_request(s).is_ok());
     h.run_to_completion();
     EXPECT_EQ(h.kv.num_free_blocks(), 64);
@@ -369,12 +355,13 @@ TEST(SchedulerTest, StopTokensMinTokensIgnoreEosAndMaxTokens) {
   int k = 3;
   while (std::find(ref.begin(), ref.begin() + k, ref[k]) != ref.begin() + k) ++k;
   ASSERT_LT(k, 9);
-  EXPECT_EQ(run(0, false, k), std::make_pair(FinishReason::kStop, static_cast<size_t>(k + 1)));
+  EXPECT_EQ(run(0, true, k), std::make_pair(FinishReason::kStop, static_cast<size_t>(k + 1)));
   // min_tokens = k + 1: the stop token at output k + 1 is an ordinary token.
-  auto [reason, n] = run(k + 1, false, k);
+  auto [reason, n] = run(k + 1, true, k);
   EXPECT_EQ(n > static_cast<size_t>(k + 1), true);
   (void)reason;
-  EXPECT_EQ(run(0, true, k), std::make_pair(FinishReason::kLength, size_t{10}));
+  // No stop set (the engine leaves EOS out under ignore_eos): max_tokens.
+  EXPECT_EQ(run(0, false, k), std::make_pair(FinishReason::kLength, size_t{10}));
 }
 
 TEST(SchedulerTest, AbortFreesBlocksAtOnce) {
@@ -391,6 +378,7 @@ TEST(SchedulerTest, AbortFreesBlocksAtOnce) {
   EXPECT_EQ(plan_ids(p), (Ids{2}));
   // Abort between schedule() and update(): the update skips it.
   StepPlan q = h.sched.schedule();
+  h.check_plan(q);
   StepResult res = h.runner.run(q);
   EXPECT_TRUE(h.sched.finish_request(2, FinishReason::kAbort));
   EXPECT_TRUE(h.sched.update(q, res).updates.empty());
@@ -403,6 +391,7 @@ TEST(SchedulerTest, FailedRequestFinishesWithErrorAndOthersContinue) {
   ASSERT_TRUE(h.sched.add_request(make_spec(1, 5, 3)).is_ok());
   ASSERT_TRUE(h.sched.add_request(make_spec(2, 5, 3)).is_ok());
   StepPlan p = h.sched.schedule();
+  h.check_plan(p);
   StepResult res = h.runner.run(p);
   res.failed_ids = {1};
   StepOutput out = h.sched.update(p, res);

@@ -10,10 +10,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "model/gguf.h"
-#include "model/gguf_writer.h"
-#include "model/tokenizer/tokenizer.h"
-#include "model/tokenizer/tokenizer_export.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_export.h"
 
 namespace strata {
 namespace {

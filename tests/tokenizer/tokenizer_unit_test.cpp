@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "model/gguf.h"
-#include "model/gguf_writer.h"
-#include "model/tokenizer/incremental_detokenizer.h"
-#include "model/tokenizer/tokenizer.h"
-#include "model/tokenizer/tokenizer_export.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
+#include "tokenizer/incremental_detokenizer.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_export.h"
 
 namespace strata {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 
 namespace strata::mkmodel {
 

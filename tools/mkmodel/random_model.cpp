@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "kernels/quant.h"
-#include "model/gguf.h"
-#include "model/tokenizer/tokenizer_export.h"
+#include "gguf/gguf.h"
+#include "tokenizer/tokenizer_export.h"
 #include "prng.h"
 #include "util/dtype.h"
 #include "util/thread_pool.h"

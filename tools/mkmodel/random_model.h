@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/gguf_writer.h"
+#include "gguf/gguf_writer.h"
 #include "util/status.h"
 
 namespace strata::mkmodel {

@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "kernels/quant.h"
-#include "model/gguf.h"
-#include "model/gguf_writer.h"
-#include "model/tokenizer/tokenizer_export.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
+#include "tokenizer/tokenizer_export.h"
 #include "util/dtype.h"
 
 namespace strata::mkmodel {

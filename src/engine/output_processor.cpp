@@ -1,0 +1,191 @@
+#include "engine/output_processor.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+namespace strata {
+namespace {
+
+double seconds(int64_t ns) { return static_cast<double>(ns) * 1e-9; }
+
+}  // namespace
+
+OutputProcessor::OutputProcessor(const Tokenizer& tokenizer, Metrics* metrics,
+                                 bool reports_pool_hits)
+    : tokenizer_(tokenizer), metrics_(metrics), reports_pool_hits_(reports_pool_hits) {}
+
+void OutputProcessor::add_choice(RequestId id, ChoiceSpec spec) {
+  const uint64_t stream_id = spec.stream->id();
+  auto [it, inserted] = choices_.try_emplace(id, tokenizer_, std::move(spec));
+  it->second.usage.num_prompt_tokens = it->second.spec.num_prompt_tokens;
+  stream_choices_[stream_id].push_back(id);
+}
+
+std::vector<uint64_t> OutputProcessor::stream_ids() const {
+  std::vector<uint64_t> ids;
+  ids.reserve(stream_choices_.size());
+  for (const auto& [id, choices] : stream_choices_) ids.push_back(id);
+  return ids;
+}
+
+std::vector<RequestId> OutputProcessor::choices_of(uint64_t stream_id) const {
+  auto it = stream_choices_.find(stream_id);
+  return it == stream_choices_.end() ? std::vector<RequestId>{} : it->second;
+}
+
+void OutputProcessor::on_scheduled(const StepPlan& plan, int64_t now_ns) {
+  for (const ScheduledRequest& s : plan.requests) {
+    if (!s.is_first_step()) continue;
+    auto it = choices_.find(s.request_id);
+    if (it == choices_.end() || it->second.first_scheduled_ns >= 0) continue;
+    Choice& c = it->second;
+    c.first_scheduled_ns = now_ns;
+    if (metrics_ == nullptr) continue;
+    metrics_->observe_request_queue_time(seconds(now_ns - c.spec.arrival_ns));
+    if (reports_pool_hits_ && c.spec.index == 0) {
+      metrics_->add_prompt_tokens_cached(
+          "pool", std::max<int64_t>(0, s.num_computed_tokens - c.spec.num_connector_tokens));
+    }
+  }
+}
+
+void OutputProcessor::record_token_metrics(Choice& c, const RequestUpdate& u, int64_t now_ns) {
+  if (metrics_ == nullptr) return;
+  metrics_->add_generation_tokens(1);
+  if (c.first_token_ns < 0) {
+    metrics_->observe_time_to_first_token(seconds(now_ns - c.spec.arrival_ns));
+    if (c.first_scheduled_ns >= 0) {
+      metrics_->observe_request_prefill_time(seconds(now_ns - c.first_scheduled_ns));
+    }
+    if (c.spec.index == 0) metrics_->add_prompt_tokens(u.num_prompt_tokens);
+  } else {
+    metrics_->observe_inter_token_latency(seconds(now_ns - c.last_token_ns));
+  }
+}
+
+ProcessedStep OutputProcessor::process(const StepOutput& output, const ExecutedStep& executed,
+                                       int64_t now_ns) {
+  ProcessedStep processed;
+  for (const RequestUpdate& u : output.updates) {
+    handle_update(u, executed, now_ns, &processed);
+  }
+  return processed;
+}
+
+bool OutputProcessor::handle_update(const RequestUpdate& u, const ExecutedStep& executed,
+                                    int64_t now_ns, ProcessedStep* processed) {
+  auto it = choices_.find(u.request_id);
+  if (it == choices_.end()) return false;
+  Choice& c = it->second;
+  c.usage.num_prompt_tokens = u.num_prompt_tokens;
+  c.usage.num_output_tokens = u.num_output_tokens;
+  c.usage.num_cached_prompt_tokens = u.num_cached_prompt_tokens;
+
+  TokenEvent e;
+  e.choice_index = c.spec.index;
+  const bool can_match = u.num_output_tokens >= c.spec.min_tokens;
+  if (u.has_new_token) {
+    e.token_ids.push_back(u.new_token);
+    if (c.spec.wants_logprobs) {
+      auto s = executed.samples.find(u.request_id);
+      if (s != executed.samples.end()) e.logprobs.push_back(s->second);
+    }
+    e.text = c.matcher.feed(c.detokenizer.push(u.new_token), can_match);
+    record_token_metrics(c, u, now_ns);
+    if (c.first_token_ns < 0) c.first_token_ns = now_ns;
+    c.last_token_ns = now_ns;
+  }
+
+  FinishReason reason = u.finish_reason;
+  if (c.matcher.is_stopped()) {
+    reason = FinishReason::kStop;
+  } else if (reason != FinishReason::kNone && reason != FinishReason::kError) {
+    // The stream ends: release the held-back bytes (a stop string may still
+    // complete in the detokenizer's last bytes).
+    e.text += c.matcher.feed(c.detokenizer.flush(), can_match);
+    if (c.matcher.is_stopped()) {
+      reason = FinishReason::kStop;
+    } else {
+      e.text += c.matcher.finish();
+    }
+  }
+  if (reason == FinishReason::kNone) {
+    c.spec.stream->push(std::move(e));
+    return false;
+  }
+  Status error = Status::ok();
+  if (reason == FinishReason::kError) {
+    auto err = executed.errors.find(u.request_id);
+    error = err != executed.errors.end() ? err->second
+                                         : internal_error("engine: the step produced no token");
+  }
+  if (u.finish_reason == FinishReason::kNone) processed->stopped_ids.push_back(u.request_id);
+  processed->finished_ids.push_back(u.request_id);
+  send_final(it, std::move(e), reason, now_ns, error);
+  return true;
+}
+
+void OutputProcessor::finish(RequestId id, FinishReason reason, int64_t now_ns,
+                             const Status& error) {
+  auto it = choices_.find(id);
+  if (it == choices_.end()) return;
+  TokenEvent e;
+  e.choice_index = it->second.spec.index;
+  send_final(it, std::move(e), reason, now_ns, error);
+}
+
+void OutputProcessor::send_final(std::unordered_map<RequestId, Choice>::iterator it,
+                                 TokenEvent event, FinishReason reason, int64_t now_ns,
+                                 const Status& error) {
+  Choice& c = it->second;
+  event.is_final = true;
+  event.finish_reason = reason;
+  event.usage = c.usage;
+  if (reason == FinishReason::kError) {
+    event.error_code = error.is_ok() ? StatusCode::kInternal : error.code();
+    event.error_message = error.is_ok() ? "request failed" : error.message();
+    if (event.error_code == StatusCode::kInternal) {
+      std::fprintf(stderr, "[engine] request %llu failed: %s\n",
+                   static_cast<unsigned long long>(it->first), event.error_message.c_str());
+    }
+  }
+  if (metrics_ != nullptr) {
+    metrics_->add_finished(reason);
+    metrics_->observe_e2e_request_latency(seconds(now_ns - c.spec.arrival_ns));
+    if (c.first_token_ns >= 0) {
+      metrics_->observe_request_decode_time(seconds(now_ns - c.first_token_ns));
+    }
+  }
+  std::shared_ptr<RequestStream> stream = std::move(c.spec.stream);
+  auto sc = stream_choices_.find(stream->id());
+  if (sc != stream_choices_.end()) {
+    std::erase(sc->second, it->first);
+    if (sc->second.empty()) stream_choices_.erase(sc);
+  }
+  choices_.erase(it);
+  stream->push(std::move(event));
+}
+
+void OutputProcessor::finish_unadmitted(RequestStream& stream, int32_t num_choices,
+                                        int64_t num_prompt_tokens, int64_t arrival_ns,
+                                        FinishReason reason, int64_t now_ns, const Status& error) {
+  for (int32_t i = 0; i < num_choices; ++i) {
+    TokenEvent e;
+    e.choice_index = i;
+    e.is_final = true;
+    e.finish_reason = reason;
+    e.usage.num_prompt_tokens = num_prompt_tokens;
+    if (reason == FinishReason::kError) {
+      e.error_code = error.is_ok() ? StatusCode::kInternal : error.code();
+      e.error_message = error.is_ok() ? "request failed" : error.message();
+    }
+    if (metrics_ != nullptr) {
+      metrics_->add_finished(reason);
+      metrics_->observe_e2e_request_latency(seconds(now_ns - arrival_ns));
+    }
+    stream.push(std::move(e));
+  }
+}
+
+}  // namespace strata
