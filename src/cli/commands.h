@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/engine_flags.h"
+#include "server/openai_server.h"
 
 namespace CLI {
 class App;
@@ -130,20 +131,13 @@ int run_bench_serve(const BenchServeOptions& opt);
 // drain_timeout_s, then the process exits.
 struct ServeOptions {
   std::string model_path;
-  std::string host = "127.0.0.1";
-  int32_t port = 8000;
   std::string served_model_name;  // empty = the model file's stem
-  std::string api_key;
-  int32_t max_queue = 1024;
-  std::string max_body_bytes = "4MiB";
-  int32_t header_timeout_s = 10;
-  int32_t request_timeout_s = 60;
-  int32_t idle_timeout_s = 5;
-  int32_t write_timeout_s = 30;
-  int32_t max_n = 16;
-  int32_t num_http_threads = 512;
-  int32_t drain_timeout_s = 30;
-  double log_interval_s = 5.0;
+  // The HTTP server's knobs, bound to the flags (its defaults are theirs);
+  // served_model_name, max_body_bytes and the engine-derived limits are
+  // filled by run_serve.
+  server::ServerOptions server;
+  std::string max_body_bytes = format_byte_size(server::ServerOptions{}.max_body_bytes);
+  int32_t drain_timeout_s = 30;  // seconds in-flight requests get after SIGTERM
   EngineFlags engine;
 };
 int run_serve(const ServeOptions& opt);

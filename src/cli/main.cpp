@@ -89,39 +89,39 @@ int main(int argc, char** argv) {
   strata::cli::ServeOptions serve;
   auto* serve_cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
   serve_cmd->add_option("-m,--model", serve.model_path, "GGUF file (default: the bundled model)");
-  serve_cmd->add_option("--host", serve.host)->capture_default_str();
-  serve_cmd->add_option("--port", serve.port, "0 = any free port")->capture_default_str()
+  serve_cmd->add_option("--host", serve.server.host)->capture_default_str();
+  serve_cmd->add_option("--port", serve.server.port, "0 = any free port")->capture_default_str()
       ->check(CLI::Range(0, 65535));
   serve_cmd->add_option("--served-model-name", serve.served_model_name,
                         "Model id clients send (default: the file's stem)");
-  serve_cmd->add_option("--api-key", serve.api_key, "Bearer key (default: $STRATA_API_KEY)");
-  serve_cmd->add_option("--max-queue", serve.max_queue,
+  serve_cmd->add_option("--api-key", serve.server.api_key, "Bearer key (default: $STRATA_API_KEY)");
+  serve_cmd->add_option("--max-queue", serve.server.max_queue,
                         "Requests held beyond --max-num-seqs before 429")
       ->capture_default_str()->check(CLI::Range(0, 1 << 20));
   serve_cmd->add_option("--max-body-bytes", serve.max_body_bytes)->capture_default_str();
-  serve_cmd->add_option("--header-timeout", serve.header_timeout_s, "Seconds")
+  serve_cmd->add_option("--header-timeout", serve.server.header_timeout_s, "Seconds")
       ->capture_default_str()->check(CLI::Range(1, 3600));
-  serve_cmd->add_option("--request-timeout", serve.request_timeout_s,
+  serve_cmd->add_option("--request-timeout", serve.server.request_timeout_s,
                         "Seconds for the request body to arrive")
       ->capture_default_str()->check(CLI::Range(1, 3600));
-  serve_cmd->add_option("--idle-timeout", serve.idle_timeout_s, "Keep-alive seconds")
+  serve_cmd->add_option("--idle-timeout", serve.server.idle_timeout_s, "Keep-alive seconds")
       ->capture_default_str()->check(CLI::Range(1, 3600));
-  serve_cmd->add_option("--write-timeout", serve.write_timeout_s, "Seconds a write may block")
+  serve_cmd->add_option("--write-timeout", serve.server.write_timeout_s, "Seconds a write may block")
       ->capture_default_str()->check(CLI::Range(1, 3600));
-  serve_cmd->add_option("--max-n", serve.max_n, "Most choices per request")
+  serve_cmd->add_option("--max-n", serve.server.limits.max_n, "Most choices per request")
       ->capture_default_str()->check(CLI::Range(1, 256));
-  serve_cmd->add_option("--http-threads", serve.num_http_threads, "Connections served at once")
+  serve_cmd->add_option("--http-threads", serve.server.num_http_threads, "Connections served at once")
       ->capture_default_str()->check(CLI::Range(4, 65536));
   serve_cmd->add_option("--drain-timeout", serve.drain_timeout_s,
                         "Seconds in-flight requests get after SIGTERM")
       ->capture_default_str()->check(CLI::Range(0, 3600));
-  serve_cmd->add_option("--log-interval", serve.log_interval_s, "Seconds; 0 = off")
+  serve_cmd->add_option("--log-interval", serve.server.log_interval_s, "Seconds; 0 = off")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   strata::cli::add_engine_flags(serve_cmd, &serve.engine);
 
   CLI11_PARSE(app, argc, argv);
-  if (*serve_cmd && serve.api_key.empty()) {
-    if (const char* key = std::getenv("STRATA_API_KEY")) serve.api_key = key;
+  if (*serve_cmd && serve.server.api_key.empty()) {
+    if (const char* key = std::getenv("STRATA_API_KEY")) serve.server.api_key = key;
   }
 
   if (*inspect_cmd) return strata::cli::run_inspect(inspect);

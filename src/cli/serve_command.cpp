@@ -60,22 +60,10 @@ int run_serve(const ServeOptions& opt) {
   Result<std::unique_ptr<Engine>> engine = Engine::create(*weights, **tokenizer, *engine_options);
   if (!engine) return fail(engine.status());
 
-  server::ServerOptions so;
-  so.host = opt.host;
-  so.port = opt.port;
+  server::ServerOptions so = opt.server;
   so.served_model_name = opt.served_model_name.empty() ? std::filesystem::path(path).stem().string()
                                                        : opt.served_model_name;
-  so.api_key = opt.api_key;
-  so.max_queue = opt.max_queue;
-  so.max_num_seqs = engine_options->max_num_seqs;
   so.max_body_bytes = *max_body;
-  so.header_timeout_s = opt.header_timeout_s;
-  so.request_timeout_s = opt.request_timeout_s;
-  so.idle_timeout_s = opt.idle_timeout_s;
-  so.write_timeout_s = opt.write_timeout_s;
-  so.num_http_threads = opt.num_http_threads;
-  so.log_interval_s = opt.log_interval_s;
-  so.limits.max_n = opt.max_n;
   server::OpenAiServer server(**engine, **tokenizer, so);
   if (Status s = server.bind(); !s.is_ok()) return fail(s);
   if (server.chat_template().is_fallback()) {

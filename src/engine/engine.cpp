@@ -12,6 +12,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const ModelWeights& weights,
   STRATA_ASSIGN_OR_RETURN(engine->core_, EngineCore::create(weights, tokenizer, options,
                                                             &engine->metrics_, &engine->clock_));
   engine->max_model_len_ = engine->core_->max_model_len();
+  engine->options_ = options;
   engine->num_kv_blocks_ = engine->core_->kv_cache().num_blocks();
   engine->core_->set_load_wakeup([e = engine.get()] {
     {

@@ -60,6 +60,7 @@ class Engine {
 
   const Metrics& metrics() const { return metrics_; }
   int64_t max_model_len() const { return max_model_len_; }
+  const EngineOptions& options() const { return options_; }
   int64_t num_kv_blocks() const { return num_kv_blocks_; }
 
  private:
@@ -79,6 +80,7 @@ class Engine {
   Metrics metrics_;
   SteadyClock clock_;
   std::unique_ptr<EngineCore> core_;  // touched only by the engine thread after create()
+  EngineOptions options_;
   int64_t max_model_len_ = 0;
   int64_t num_kv_blocks_ = 0;
 

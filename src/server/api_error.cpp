@@ -73,4 +73,19 @@ ApiError internal_error(std::string message) {
   return make(500, std::move(message), "server_error", "internal_error");
 }
 
+ApiError engine_error(StatusCode code, std::string message) {
+  switch (code) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+      if (message.find("--max-model-len") != std::string::npos) {
+        return context_length_exceeded("", std::move(message));
+      }
+      return invalid_param("", std::move(message));
+    case StatusCode::kResourceExhausted:
+      return make(503, std::move(message), "server_error", "service_unavailable");
+    default:
+      return internal_error(std::move(message));
+  }
+}
+
 }  // namespace strata::server

@@ -1,10 +1,13 @@
 // ApiError: an OpenAI-style error response, {"error": {"message", "type",
 // "param", "code"}} with its HTTP status. A plain value. Messages are fixed
-// strings written here: they never echo parser output, keys or user text.
+// strings written here or strata's own engine messages (which name the knob
+// to change); they never echo parser output, keys or user text.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "util/status.h"
 
 namespace strata::server {
 
@@ -32,5 +35,10 @@ ApiError headers_too_large();                  // 431
 ApiError queue_full();                         // 429
 ApiError server_draining();                    // 503
 ApiError internal_error(std::string message);  // 500, for server faults only
+// What the engine said about a request: kInvalidArgument / kOutOfRange ->
+// 400 (context_length_exceeded when --max-model-len is the reason),
+// kResourceExhausted -> 503 (shutting down), anything else -> 500, with the
+// engine's message.
+ApiError engine_error(StatusCode code, std::string message);
 
 }  // namespace strata::server

@@ -404,9 +404,9 @@ class OpenAiServer::Impl {
     if (auto e = prepare(req, is_chat, g.get())) return send_error(res, *e);
     GenerationRequest er = to_engine_request(*g);
     if (Status s = er.sampling.validate(options_.limits.vocab_size); !s.is_ok()) {
-      return send_error(res, invalid_param("", "Invalid sampling parameters."));
+      return send_error(res, invalid_param("", s.message()));
     }
-    const int64_t cap = int64_t{options_.max_num_seqs} + options_.max_queue;
+    const int64_t cap = int64_t{engine_.options().max_num_seqs} + options_.max_queue;
     if (owner_->num_in_flight_.fetch_add(1) >= cap) {
       owner_->num_in_flight_.fetch_sub(1);
       return send_error(res, queue_full());
@@ -415,10 +415,7 @@ class OpenAiServer::Impl {
     admission->impl = this;
     Result<std::shared_ptr<RequestStream>> stream = engine_.add_request(std::move(er));
     if (!stream) {
-      if (stream.status().code() == StatusCode::kInvalidArgument) {
-        return send_error(res, invalid_param("", "The request was rejected by the engine."));
-      }
-      return send_error(res, server_draining());
+      return send_error(res, engine_error(stream.status().code(), stream.status().message()));
     }
     admission->stream = *stream;
     const int fd = watchdog_.find_fd(req.remote_addr, req.remote_port);
@@ -461,7 +458,7 @@ class OpenAiServer::Impl {
         if (ev->finish_reason == FinishReason::kError ||
             ev->finish_reason == FinishReason::kAbort) {
           admission->is_finished = num_open == 0;
-          return send_error(res, internal_error("Generation failed."));
+          return send_error(res, final_event_error(*ev));
         }
       }
     }
@@ -492,6 +489,14 @@ class OpenAiServer::Impl {
     out["choices"] = std::move(arr);
     out["usage"] = usage_json(usage);
     send_json(res, out);
+  }
+
+  // The error a choice's final kError / kAbort event stands for.
+  static ApiError final_event_error(const TokenEvent& e) {
+    if (e.finish_reason == FinishReason::kAbort) {
+      return engine_error(StatusCode::kResourceExhausted, "The request was aborted.");
+    }
+    return engine_error(e.error_code, e.error_message.empty() ? "request failed" : e.error_message);
   }
 
   // One SSE event; false when the client is gone.
@@ -547,8 +552,7 @@ class OpenAiServer::Impl {
         if (ev->finish_reason == FinishReason::kError ||
             ev->finish_reason == FinishReason::kAbort) {
           adm.is_finished = num_open == 0;
-          ApiError e = internal_error("Generation failed.");
-          write_sse(sink, e.to_json());
+          write_sse(sink, final_event_error(*ev).to_json());
           return false;
         }
       }

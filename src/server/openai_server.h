@@ -38,10 +38,8 @@ struct ServerOptions {
   std::string served_model_name = "strata";
   // Bearer key required on every route but /health; empty = no auth.
   std::string api_key;
-  // Generation requests held beyond the engine's max_num_seqs before 429.
+  // Generation requests held beyond the engine's --max-num-seqs before 429.
   int32_t max_queue = 1024;
-  // Engine's running cap, added to max_queue for the admission limit.
-  int32_t max_num_seqs = 256;
   size_t max_body_bytes = size_t{4} << 20;
   // Whole request headers must arrive within this (slowloris guard).
   int32_t header_timeout_s = 10;

@@ -380,15 +380,18 @@ std::optional<ApiError> resolve_max_tokens(int64_t num_prompt_tokens, int32_t de
                                            GenerationParams* p) {
   const int64_t room = limits.max_model_len - num_prompt_tokens;
   if (room < 1) {
-    return context_length_exceeded(prompt_param,
-                                   "The prompt leaves no room for output within the model's "
-                                   "context length.");
+    return context_length_exceeded(
+        prompt_param, "The prompt (" + std::to_string(num_prompt_tokens) +
+                          " tokens) leaves no room for output within --max-model-len " +
+                          std::to_string(limits.max_model_len) + "; shorten the prompt.");
   }
   if (p->max_tokens) {
     if (*p->max_tokens > room) {
-      return context_length_exceeded("max_tokens",
-                                     "The prompt plus max_tokens exceeds the model's context "
-                                     "length; lower max_tokens or shorten the prompt.");
+      return context_length_exceeded(
+          "max_tokens", "The prompt (" + std::to_string(num_prompt_tokens) +
+                            " tokens) plus max_tokens (" + std::to_string(*p->max_tokens) +
+                            ") exceeds --max-model-len " + std::to_string(limits.max_model_len) +
+                            "; lower max_tokens or shorten the prompt.");
     }
   } else {
     int64_t v = default_max_tokens > 0 ? std::min<int64_t>(default_max_tokens, room) : room;

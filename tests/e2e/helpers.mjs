@@ -1,6 +1,7 @@
 // Shared helpers of the e2e tests: the official client, raw HTTP over a
 // socket (for malformed input) and /metrics parsing.
 import { createRequire } from 'node:module';
+import { spawn } from 'node:child_process';
 import net from 'node:net';
 
 const require = createRequire(new URL('../../oracle/package.json', import.meta.url));
@@ -79,4 +80,35 @@ export async function canary() {
   if (r.choices.length !== 1 || r.usage.completion_tokens < 1) throw new Error('canary failed');
   const h = await fetch(`${baseURL}/health`);
   if (h.status !== 200) throw new Error(`health ${h.status}`);
+}
+
+// A `strata serve` of its own on a free port (the e2e model, one thread, no
+// auth); resolves with {proc, url, log} once it listens.
+export function startServer(args) {
+  const env = { ...process.env };
+  delete env.STRATA_API_KEY;
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.env.STRATA_BIN, ['serve', '-m', process.env.STRATA_MODEL_PATH,
+      '--port', '0', '--log-interval', '0', '-t', '1', ...args], { env });
+    let err = '';
+    let done = false;
+    proc.stderr.on('data', (d) => {
+      err += d;
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(err);
+      if (m && !done) {
+        done = true;
+        resolve({ proc, url: `http://127.0.0.1:${m[1]}`, log: () => err });
+      }
+    });
+    proc.on('exit', (code) => { if (!done) reject(new Error(`server exited ${code}: ${err}`)); });
+  });
+}
+
+// SIGTERM (or `signal`) to a server startServer started; resolves with its exit code.
+export function stopServer(s, signal = 'SIGTERM') {
+  return new Promise((resolve) => {
+    if (s.proc.exitCode !== null || s.proc.signalCode !== null) { resolve(s.proc.exitCode); return; }
+    s.proc.on('exit', (code) => resolve(code));
+    s.proc.kill(signal);
+  });
 }

@@ -5,45 +5,19 @@
 // chunks. Outputs must equal the cold run's, token for token.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { OpenAI } from './helpers.mjs';
+import { OpenAI, startServer as startAnyServer, stopServer } from './helpers.mjs';
+
+const startServer = (args) => startAnyServer(['--kv-cache-memory', '32MiB', '--max-model-len', '4200',
+  '--served-model-name', 'kv', ...args]);
 
 const DOC_TOKENS = 4000;
 const CHUNK = 256;
 const LOADABLE = Math.floor((DOC_TOKENS + 8 - 1) / CHUNK) * CHUNK;  // 3840
-
-function startServer(args) {
-  const env = { ...process.env };
-  delete env.STRATA_API_KEY;
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.env.STRATA_BIN, ['serve', '-m', process.env.STRATA_MODEL_PATH,
-      '--port', '0', '--log-interval', '0', '--kv-cache-memory', '32MiB', '-t', '1',
-      '--max-model-len', '4200', '--served-model-name', 'kv', ...args], { env });
-    let err = '';
-    let done = false;
-    proc.stderr.on('data', (d) => {
-      err += d;
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(err);
-      if (m && !done) {
-        done = true;
-        resolve({ proc, url: `http://127.0.0.1:${m[1]}`, log: () => err });
-      }
-    });
-    proc.on('exit', (code) => { if (!done) reject(new Error(`server exited ${code}: ${err}`)); });
-  });
-}
-
-function stopServer(s, signal = 'SIGTERM') {
-  return new Promise((resolve) => {
-    if (s.proc.exitCode !== null || s.proc.signalCode !== null) { resolve(s.proc.exitCode); return; }
-    s.proc.on('exit', (code) => resolve(code));
-    s.proc.kill(signal);
-  });
-}
 
 // A seeded document of token ids (the tiny test vocabulary has 512 ids).
 function document(seed, n = DOC_TOKENS) {
