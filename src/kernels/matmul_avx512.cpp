@@ -89,8 +89,12 @@ struct TiledTile {
 const BlockQ8_0* x_blocks(const uint8_t* x) {
   return reinterpret_cast<const BlockQ8_0*>(x);
 }
-const int32_t* x_corrections(const uint8_t* x, int64_t nb) {
-  return reinterpret_cast<const int32_t*>(x + static_cast<size_t>(nb) * sizeof(BlockQ8_0));
+// Block b's correction. The corrections follow 34-byte blocks, so they are
+// not 4-byte aligned when nb is odd: read through memcpy (one unaligned load).
+int32_t x_correction(const uint8_t* x, int64_t nb, int64_t b) {
+  int32_t v;
+  std::memcpy(&v, x + static_cast<size_t>(nb) * sizeof(BlockQ8_0) + static_cast<size_t>(b) * 4, 4);
+  return v;
 }
 
 // Where the 16 rows of a tile start; rows past the weight's end repeat its
@@ -255,7 +259,7 @@ inline void accumulate_block(const TileBlock& wb, const uint8_t* const* x, int64
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
     const BlockQ8_0& xb = x_blocks(x[t])[b];
-    __m512i isum = _mm512_set1_epi32(x_corrections(x[t], nb)[b]);
+    __m512i isum = _mm512_set1_epi32(x_correction(x[t], nb, b));
 #pragma GCC unroll 8
     for (int k = 0; k < kGroups; ++k) {
       isum = _mm512_dpbusd_epi32(isum, wb.w[k], broadcast_group(xb.qs + 4 * k));
