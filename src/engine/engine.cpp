@@ -46,10 +46,10 @@ Result<std::shared_ptr<RequestStream>> Engine::add_request(GenerationRequest req
   return stream;
 }
 
-void Engine::abort(uint64_t request_id) {
+void Engine::abort(StreamId stream_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    inbox_.push_back(AbortMessage{request_id});
+    inbox_.push_back(AbortMessage{stream_id});
   }
   cv_.notify_all();
 }
@@ -75,7 +75,7 @@ void Engine::loop() {
       if (auto* add = std::get_if<AddMessage>(&m)) {
         core_->admit(std::move(add->request), std::move(add->stream), add->arrival_ns);
       } else {
-        core_->abort(std::get<AbortMessage>(m).request_id);
+        core_->abort(std::get<AbortMessage>(m).stream_id);
       }
     }
     messages.clear();

@@ -54,9 +54,9 @@ class Engine {
   // Checks the request (EngineCore::check_request) and queues it. The
   // stream's id names it for abort().
   Result<std::shared_ptr<RequestStream>> add_request(GenerationRequest request);
-  // Queues an abort of every choice of request `request_id`; unknown or
+  // Queues an abort of every choice of stream `stream_id`; unknown or
   // finished ids are ignored.
-  void abort(uint64_t request_id);
+  void abort(StreamId stream_id);
 
   const Metrics& metrics() const { return metrics_; }
   int64_t max_model_len() const { return max_model_len_; }
@@ -70,7 +70,7 @@ class Engine {
     int64_t arrival_ns;
   };
   struct AbortMessage {
-    uint64_t request_id;
+    StreamId stream_id;
   };
   using Message = std::variant<AddMessage, AbortMessage>;
 

@@ -141,7 +141,7 @@ void EngineCore::admit_now(GenerationRequest request, std::shared_ptr<RequestStr
   publish_state();
 }
 
-void EngineCore::abort(uint64_t stream_id) {
+void EngineCore::abort(StreamId stream_id) {
   const int64_t now = clock_->now_ns();
   if (auto l = loads_.find(stream_id); l != loads_.end()) {
     connector_->cancel_load(stream_id);
@@ -166,10 +166,10 @@ void EngineCore::abort(uint64_t stream_id) {
 }
 
 void EngineCore::abort_all() {
-  std::vector<uint64_t> ids;
+  std::vector<StreamId> ids;
   for (const auto& [stream_id, load] : loads_) ids.push_back(stream_id);
-  for (uint64_t id : ids) abort(id);
-  for (uint64_t id : outputs_->stream_ids()) abort(id);
+  for (StreamId id : ids) abort(id);
+  for (StreamId id : outputs_->stream_ids()) abort(id);
 }
 
 StepStats EngineCore::step() {

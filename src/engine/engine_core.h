@@ -100,7 +100,7 @@ class EngineCore {
 
   // Finishes every live choice of stream `stream_id` with kAbort, freeing
   // its KV blocks now. Unknown ids are ignored.
-  void abort(uint64_t stream_id);
+  void abort(StreamId stream_id);
   // Aborts everything (shutdown).
   void abort_all();
 
@@ -175,9 +175,9 @@ class EngineCore {
   std::unique_ptr<OutputProcessor> outputs_;
   std::unique_ptr<KvConnector> connector_;  // null: no KV outside the pool
   std::function<void()> load_wakeup_;
-  std::unordered_map<uint64_t, PendingLoad> loads_;
+  std::unordered_map<StreamId, PendingLoad> loads_;
 
-  std::atomic<uint64_t> next_stream_id_{1};
+  std::atomic<StreamId> next_stream_id_{1};
   RequestId next_request_id_ = 1;
 };
 

@@ -42,7 +42,7 @@ namespace strata {
 
 // What the engine asks about a request at admission.
 struct KvLoadQuery {
-  uint64_t load_id = 0;  // engine-chosen, unique among live loads
+  uint64_t load_id = 0;  // engine-chosen, unique among live loads (the stream id)
   std::span<const int32_t> prompt_tokens;
   // Chained keys of the prompt's full blocks.
   std::span<const BlockHash> block_hashes;

@@ -16,20 +16,20 @@ OutputProcessor::OutputProcessor(const Tokenizer& tokenizer, Metrics* metrics,
     : tokenizer_(tokenizer), metrics_(metrics), reports_pool_hits_(reports_pool_hits) {}
 
 void OutputProcessor::add_choice(RequestId id, ChoiceSpec spec) {
-  const uint64_t stream_id = spec.stream->id();
+  const StreamId stream_id = spec.stream->id();
   auto [it, inserted] = choices_.try_emplace(id, tokenizer_, std::move(spec));
   it->second.usage.num_prompt_tokens = it->second.spec.num_prompt_tokens;
   stream_choices_[stream_id].push_back(id);
 }
 
-std::vector<uint64_t> OutputProcessor::stream_ids() const {
-  std::vector<uint64_t> ids;
+std::vector<StreamId> OutputProcessor::stream_ids() const {
+  std::vector<StreamId> ids;
   ids.reserve(stream_choices_.size());
   for (const auto& [id, choices] : stream_choices_) ids.push_back(id);
   return ids;
 }
 
-std::vector<RequestId> OutputProcessor::choices_of(uint64_t stream_id) const {
+std::vector<RequestId> OutputProcessor::choices_of(StreamId stream_id) const {
   auto it = stream_choices_.find(stream_id);
   return it == stream_choices_.end() ? std::vector<RequestId>{} : it->second;
 }

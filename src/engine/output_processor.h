@@ -67,9 +67,9 @@ class OutputProcessor {
   bool has_choices() const { return !choices_.empty(); }
   size_t num_choices() const { return choices_.size(); }
   // Streams with live choices.
-  std::vector<uint64_t> stream_ids() const;
+  std::vector<StreamId> stream_ids() const;
   // The live choices of stream `stream_id`, in index order.
-  std::vector<RequestId> choices_of(uint64_t stream_id) const;
+  std::vector<RequestId> choices_of(StreamId stream_id) const;
 
   // Records the first-scheduled metrics of the plan's new requests.
   void on_scheduled(const StepPlan& plan, int64_t now_ns);
@@ -111,7 +111,7 @@ class OutputProcessor {
   Metrics* metrics_;
   bool reports_pool_hits_;
   std::unordered_map<RequestId, Choice> choices_;
-  std::unordered_map<uint64_t, std::vector<RequestId>> stream_choices_;  // live choices
+  std::unordered_map<StreamId, std::vector<RequestId>> stream_choices_;  // live choices
 };
 
 }  // namespace strata

@@ -19,12 +19,16 @@
 
 namespace strata {
 
+// A caller-level request's id: the id of its RequestStream, which covers all
+// n choices. (Each choice is a scheduler request with its own RequestId.)
+using StreamId = uint64_t;
+
 class RequestStream {
  public:
-  RequestStream(uint64_t id, int32_t num_choices) : id_(id), num_open_choices_(num_choices) {}
+  RequestStream(StreamId id, int32_t num_choices) : id_(id), num_open_choices_(num_choices) {}
 
-  // The engine's id of the request (for Engine::abort).
-  uint64_t id() const { return id_; }
+  // The stream id, for Engine::abort.
+  StreamId id() const { return id_; }
 
   // Engine side. A final event closes its choice.
   void push(TokenEvent event);
@@ -47,7 +51,7 @@ class RequestStream {
  private:
   std::optional<TokenEvent> take_locked();
 
-  const uint64_t id_;
+  const StreamId id_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<TokenEvent> events_;
