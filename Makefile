@@ -3,8 +3,11 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
+# CI builds set STRATA_WERROR=ON (warnings are errors).
+STRATA_WERROR ?= OFF
+export STRATA_WERROR
 
-.PHONY: all deps build models test unit-test fuzz serve bench clean
+.PHONY: all deps build models test unit-test fuzz check check-tsan serve bench clean
 
 all: build
 
@@ -12,7 +15,8 @@ deps:
 	@./scripts/install-deps.sh
 
 $(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR=$(STRATA_WERROR) \
+	  $(CMAKE_FLAGS)
 
 # Binary at build/strata.
 build: deps $(BUILD)/build.ninja
@@ -32,6 +36,15 @@ fuzz: deps
 
 test: unit-test fuzz
 
+# Every test with asserts live under AddressSanitizer + UBSan (build-check/).
+check: deps
+	@./scripts/sanitize.sh address
+
+# The threaded parts under ThreadSanitizer (build-tsan/); suppressions, for
+# third-party code only, in tsan.supp.
+check-tsan: deps
+	@./scripts/sanitize.sh thread
+
 # The OpenAI-compatible server on the bundled demo model (models/default.gguf),
 # at http://127.0.0.1:8000 (override: make serve SERVE_ARGS="--port 9000 -m X.gguf").
 SERVE_ARGS ?=
@@ -42,4 +55,4 @@ bench: build models
 	@./scripts/bench.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) build-fuzz
+	rm -rf $(BUILD) build-fuzz build-check build-tsan

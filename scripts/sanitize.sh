@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds strata with sanitizers and asserts live, and runs the tests under them.
+#
+#   scripts/sanitize.sh address [BUILD_DIR]   ASan + UBSan, Debug (-O1, asserts on):
+#                                             every ctest test but the ISA check of
+#                                             the release binary (make check)
+#   scripts/sanitize.sh thread [BUILD_DIR]    TSan over the threaded parts: the thread
+#                                             pool, the engine loop and inbox, the KV
+#                                             loader and tier writer, the server's
+#                                             streams and watchdog (make check-tsan)
+#
+# Any sanitizer report fails the run (halt_on_error / exitcode); TSan reads
+# its suppressions, third-party code only, from tsan.supp. Prints each stage's
+# wall time. STRATA_WERROR=ON adds -Werror.
+set -euo pipefail
+mode=${1:?usage: sanitize.sh address|thread [BUILD_DIR]}
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+case "$mode" in
+  address) build=${2:-$root/build-check} ;;
+  thread) build=${2:-$root/build-tsan} ;;
+  *) echo "sanitize.sh: mode must be address or thread" >&2; exit 2 ;;
+esac
+jobs=${JOBS:-$(nproc)}
+
+stage() { printf '[sanitize %s] %s: %ss\n' "$mode" "$1" "$(($(date +%s) - $2))"; }
+
+t=$(date +%s)
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTRATA_SANITIZE="$mode" \
+  -DSTRATA_BUILD_BENCH=OFF -DSTRATA_WERROR="${STRATA_WERROR:-OFF}" >/dev/null
+if [ "$mode" = address ]; then
+  cmake --build "$build" -j "$jobs"
+else
+  cmake --build "$build" -j "$jobs" --target strata strata-mkmodel test_util test_engine test_kvtier
+fi
+stage build "$t"
+
+t=$(date +%s)
+"$root/scripts/make-models.sh" "$build" >/dev/null
+stage models "$t"
+
+t=$(date +%s)
+cd "$build"
+if [ "$mode" = address ]; then
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  # The ISA check disassembles the release binary's code layout; it says
+  # nothing about an instrumented build.
+  ctest --output-on-failure -j "$jobs" -E '^isa_confinement$'
+else
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tsan.supp"
+  # Every test of the threaded libraries, then the server end to end (its
+  # HTTP threads, streams, watchdog and the engine thread in one process).
+  for t in test_util test_engine test_kvtier; do
+    (cd "$root" && "$build/$t" --gtest_brief=1)
+  done
+  ctest --output-on-failure -R '^server_e2e$'
+fi
+stage tests "$t"
