@@ -276,6 +276,12 @@ int32_t json_nesting_depth(std::string_view text, int32_t cap) {
 std::optional<ApiError> parse_json_body(std::string_view body, const ProtocolLimits& limits,
                                         nlohmann::json* out) {
   if (body.empty()) return invalid_param("", "The request body is empty.");
+  // nlohmann's lexer ends the input at a NUL byte, so `{"prompt":"a"}\0junk`
+  // would parse as the object alone; a NUL is never valid in JSON text (it
+  // must be escaped inside strings), so the whole body is refused.
+  if (body.find('\0') != std::string_view::npos) {
+    return invalid_param("", "The request body is not valid JSON.");
+  }
   if (json_nesting_depth(body, limits.max_json_depth) > limits.max_json_depth) {
     return invalid_param("", "The request body is nested too deeply.");
   }
