@@ -159,9 +159,11 @@ void check_params(const GenerationParams& p, const ProtocolLimits& l) {
     check_utf8(s);
   }
   check(p.logit_bias.size() <= static_cast<size_t>(l.max_logit_bias));
+  std::set<int32_t> bias_ids;
   for (const auto& [id, bias] : p.logit_bias) {
     check(id >= 0 && id < l.vocab_size);
     check(in(bias, -l.max_abs_logit_bias, l.max_abs_logit_bias));
+    check(bias_ids.insert(id).second);  // the sampler adds entries: one per token
   }
   check(p.min_tokens >= 0);
   if (p.max_tokens) check(p.min_tokens <= *p.max_tokens);

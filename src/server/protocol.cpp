@@ -1,5 +1,6 @@
 #include "server/protocol.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -171,6 +172,15 @@ std::optional<ApiError> parse_params(const json& b, const ProtocolLimits& limits
         return invalid_param("logit_bias", "Bias must be in [-100, 100].");
       }
       p->logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(v));
+    }
+    // "7" and "007" name the same token; the sampler adds every entry, so
+    // both would stack past the bound. One entry per token id.
+    std::vector<int32_t> ids;
+    ids.reserve(p->logit_bias.size());
+    for (const auto& entry : p->logit_bias) ids.push_back(entry.first);
+    std::sort(ids.begin(), ids.end());
+    if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
+      return invalid_param("logit_bias", "Duplicate token id.");
     }
   }
 

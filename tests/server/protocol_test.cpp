@@ -155,6 +155,12 @@ TEST(ProtocolTest, TypedLimits) {
   expect_400(completion(R"({"prompt":"a","logit_bias":{"1":101}})"), "logit_bias");
   expect_400(completion(R"({"prompt":"a","logit_bias":{"1":"x"}})"), "logit_bias");
   expect_400(completion(R"({"prompt":"a","logit_bias":[1]})"), "logit_bias");
+  // One token named twice ("7" and "007") would add both biases, past 100.
+  expect_400(completion(R"({"prompt":"a","logit_bias":{"7":100,"007":100}})"), "logit_bias");
+  expect_400(completion(R"({"prompt":"a","logit_bias":{"0":-100,"00":-100}})"), "logit_bias");
+  CompletionRequest lb;
+  ASSERT_FALSE(completion(R"({"prompt":"a","logit_bias":{"007":1,"8":2}})", &lb));
+  EXPECT_EQ(lb.params.logit_bias, (std::vector<std::pair<int32_t, float>>{{7, 1.0f}, {8, 2.0f}}));
   expect_400(completion(R"({"prompt":"a","max_tokens":3,"min_tokens":4})"), "min_tokens");
   expect_400(completion(R"({"prompt":"a","ignore_eos":1})"), "ignore_eos");
   expect_400(completion(R"({"prompt":"a","cache_salt":""})"), "cache_salt");
