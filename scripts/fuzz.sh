@@ -39,6 +39,10 @@ for name in "${names[@]}"; do
     echo "fuzz: fuzz/corpus/${name}/ is missing or empty: commit a seed corpus" >&2
     exit 1
   fi
+  if ! grep -qw "fuzz_${name}" "${root}/CMakeLists.txt"; then
+    echo "fuzz: fuzz_${name} is not in the fuzz block of CMakeLists.txt: add it with its library" >&2
+    exit 1
+  fi
   targets+=("fuzz_${name}")
 done
 
