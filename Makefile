@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 STRATA_WERROR ?= OFF
 export STRATA_WERROR
 
-.PHONY: all deps build models test unit-test fuzz check check-tsan serve bench clean
+.PHONY: all deps build models test unit-test fuzz format-check check check-tsan serve bench clean
 
 all: build
 
@@ -29,10 +29,16 @@ models: build
 unit-test: build models
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# The GGUF parser under libFuzzer with ASan + UBSan, for a bounded time from
-# the committed seed corpus.
+# Every fuzz target (fuzz/fuzz_*.cpp: the GGUF parser, the KV chunk codec,
+# the HTTP request parser) under libFuzzer with ASan + UBSan, FUZZ_SECONDS
+# each from its committed seed corpus (fuzz/corpus/<name>/).
 fuzz: deps
 	@./scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# clang-format 14 over src/ tests/ tools/ bench/ fuzz/ (*.h, *.cpp): lists
+# the files that differ from .clang-format; changes nothing.
+format-check:
+	@./scripts/format-check.sh
 
 test: unit-test fuzz
 

@@ -1,5 +1,7 @@
-// Internal to src/kernels: the AVX2/FMA/F16C matmul kernels
-// (matmul_avx2.cpp, compiled with those flags). Call only when
+// Internal to src/kernels: the AVX2/FMA/F16C matmul backend, one kernel
+// family per file (all compiled with those flags): Q8_0/Q4_0 and this
+// interface in matmul_avx2.cpp, F32/F16/BF16 in matmul_float_avx2.cpp,
+// Q4_K/Q6_K in matmul_kquant_avx2.cpp. Call only when
 // kernel_isa_has_avx2(kernel_isa()).
 #pragma once
 

@@ -36,6 +36,10 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+  void reset(int fd) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
   int release() {
     int fd = fd_;
     fd_ = -1;
@@ -89,14 +93,97 @@ int64_t mtime_ns(const struct stat& st) {
   return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
+// The 2-hex-char subdirectory of a chunk and its file name (the key's hex).
+std::string subdir_name(const std::string& hex) {
+  return hex.substr(0, 2);
+}
+
+// Opens the subdirectory `name` of dir_fd without following a symlink there:
+// returns the descriptor, or -1 with errno set (ENOTDIR - or ELOOP on some
+// kernels - when the name holds a symlink or a non-directory, ENOENT when it
+// is missing).
+int open_subdir(int dir_fd, const std::string& name) {
+  return ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+// What opening a chunk file for reading found.
+enum class OpenedAs { kRegular, kMissing, kNotRegular, kError };
+
+// Opens `name` in dir_fd for reading if it is a regular file: O_NOFOLLOW
+// refuses a symlink, O_NONBLOCK keeps a FIFO from blocking the open (and has
+// no effect on a regular file), and fstat after the open rejects whatever
+// else sits at the name (a FIFO, a directory, a device). On kRegular, *fd
+// holds the file and *st its stat; otherwise *fd is -1 and, for kError,
+// *err the errno.
+OpenedAs open_regular_file(int dir_fd, const std::string& name, int* fd, struct stat* st,
+                           int* err) {
+  *fd = -1;
+  *err = 0;
+  const int f = ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (f < 0) {
+    const int e = errno;
+    if (e == ENOENT) return OpenedAs::kMissing;
+    // ELOOP: a symlink; ENXIO: a socket; ENOTDIR: the parent is not a directory.
+    if (e == ELOOP || e == ENXIO || e == ENOTDIR) return OpenedAs::kNotRegular;
+    *err = e;
+    return OpenedAs::kError;
+  }
+  if (::fstat(f, st) != 0) {
+    *err = errno;
+    ::close(f);
+    return OpenedAs::kError;
+  }
+  if (!S_ISREG(st->st_mode)) {
+    ::close(f);
+    return OpenedAs::kNotRegular;
+  }
+  *fd = f;
+  return OpenedAs::kRegular;
+}
+
+// Whether `name` in dir_fd is a regular file, without following a symlink.
+bool is_regular_entry(int dir_fd, const std::string& name) {
+  struct stat st {};
+  return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+// Whether `name` in dir_fd is a symlink (not followed).
+bool is_symlink_entry(int dir_fd, const std::string& name) {
+  struct stat st {};
+  return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+}
+
+// The names in the directory dir_fd (which stays open), without "." and "..".
+// Returns 0, or the errno when it cannot be listed.
+int list_dir(int dir_fd, std::vector<std::string>* names) {
+  const int dup_fd = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+  if (dup_fd < 0) return errno;
+  DIR* d = ::fdopendir(dup_fd);  // owns dup_fd from here
+  if (d == nullptr) {
+    const int err = errno;
+    ::close(dup_fd);
+    return err;
+  }
+  ::rewinddir(d);  // the duplicate shares dir_fd's offset
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name != "." && name != "..") names->emplace_back(name);
+  }
+  ::closedir(d);
+  return 0;
+}
+
 }  // namespace
 
-DiskTier::DiskTier(std::string dir, size_t capacity_bytes, size_t max_payload_bytes)
+DiskTier::DiskTier(std::string dir, int dir_fd, size_t capacity_bytes, size_t max_payload_bytes)
     : dir_(std::move(dir)),
+      dir_fd_(dir_fd),
       capacity_bytes_(capacity_bytes),
       max_payload_bytes_(max_payload_bytes) {}
 
-DiskTier::~DiskTier() = default;
+DiskTier::~DiskTier() {
+  ::close(dir_fd_);
+}
 
 Result<std::unique_ptr<DiskTier>> DiskTier::open(const std::string& dir, size_t capacity_bytes,
                                                  size_t max_payload_bytes) {
@@ -107,7 +194,11 @@ Result<std::unique_ptr<DiskTier>> DiskTier::open(const std::string& dir, size_t 
     return io_error("disk tier: cannot create " + dir + ": " + ec.message() +
                     " (check --kv-disk-dir)");
   }
-  std::unique_ptr<DiskTier> tier(new DiskTier(dir, capacity_bytes, max_payload_bytes));
+  // The configured directory may be a symlink (the operator's choice);
+  // nothing under it is followed.
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return errno_status("cannot open", dir, errno);
+  std::unique_ptr<DiskTier> tier(new DiskTier(dir, dir_fd, capacity_bytes, max_payload_bytes));
   STRATA_RETURN_IF_ERROR(tier->scan());
   return tier;
 }
@@ -124,46 +215,56 @@ Status DiskTier::scan() {
     int64_t mtime_ns;
   };
   std::vector<Found> found;
-  DIR* top = ::opendir(dir_.c_str());
-  if (top == nullptr) return errno_status("cannot read", dir_, errno);
-  std::vector<std::string> subdirs;
-  while (const dirent* e = ::readdir(top)) {
-    if (is_hex_name(e->d_name, 2)) subdirs.emplace_back(e->d_name);
+  std::vector<std::string> top_names;
+  if (const int err = list_dir(dir_fd_, &top_names); err != 0) {
+    return errno_status("cannot read", dir_, err);
   }
-  ::closedir(top);
 
-  for (const std::string& sub : subdirs) {
-    const std::string sub_path = dir_ + "/" + sub;
-    DIR* d = ::opendir(sub_path.c_str());
-    if (d == nullptr) continue;  // not a directory, or unreadable: nothing of ours
+  for (const std::string& sub : top_names) {
+    if (!is_hex_name(sub, 2)) continue;  // not ours: leave it alone
+    Fd sub_fd(open_subdir(dir_fd_, sub));
+    const int sub_err = sub_fd.get() < 0 ? errno : 0;
+    if (sub_fd.get() < 0) {
+      // A symlink or a non-directory at a subdirectory name: never followed.
+      if (sub_err == ENOTDIR || sub_err == ELOOP) ++open_report_.num_non_regular_skipped;
+      continue;
+    }
     std::vector<std::string> names;
-    while (const dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
-    ::closedir(d);
+    if (list_dir(sub_fd.get(), &names) != 0) continue;  // unreadable: nothing of ours
     for (const std::string& name : names) {
-      const std::string path = sub_path + "/" + name;
       if (name.rfind(kTempPrefix, 0) == 0) {
-        if (::unlink(path.c_str()) == 0) ++open_report_.num_temp_files_removed;
+        if (!is_regular_entry(sub_fd.get(), name)) {
+          ++open_report_.num_non_regular_skipped;
+        } else if (::unlinkat(sub_fd.get(), name.c_str(), 0) == 0) {
+          ++open_report_.num_temp_files_removed;
+        }
         continue;
       }
       if (!is_hex_name(name, 64)) continue;  // not ours: leave it alone
-      bool is_valid = false;
+      int raw_fd = -1;
+      int err = 0;
       struct stat st {};
+      const OpenedAs opened = open_regular_file(sub_fd.get(), name, &raw_fd, &st, &err);
+      Fd fd(raw_fd);
+      if (opened == OpenedAs::kNotRegular) {
+        ++open_report_.num_non_regular_skipped;
+        continue;
+      }
+      if (opened != OpenedAs::kRegular) continue;  // vanished or unreadable
+      bool is_valid = false;
       ChunkHeader header;
-      Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-      if (fd.get() >= 0 && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) {
-        uint8_t buf[kChunkHeaderBytes];
-        int err = 0;
-        if (read_all(fd.get(), buf, sizeof(buf), &err)) {
-          Result<ChunkHeader> h = decode_chunk_header(buf, max_payload_bytes_);
-          if (h && name.compare(0, 2, sub) == 0 && h->key.hex() == name &&
-              static_cast<uint64_t>(st.st_size) == kChunkHeaderBytes + h->payload_bytes) {
-            header = *h;
-            is_valid = true;
-          }
+      uint8_t buf[kChunkHeaderBytes];
+      if (read_all(fd.get(), buf, sizeof(buf), &err)) {
+        Result<ChunkHeader> h = decode_chunk_header(buf, max_payload_bytes_);
+        if (h && name.compare(0, 2, sub) == 0 && h->key.hex() == name &&
+            static_cast<uint64_t>(st.st_size) == kChunkHeaderBytes + h->payload_bytes) {
+          header = *h;
+          is_valid = true;
         }
       }
       if (!is_valid) {
-        if (::unlink(path.c_str()) == 0) ++open_report_.num_bad_files_removed;
+        // A regular file we opened: unlinkat never follows the name.
+        if (::unlinkat(sub_fd.get(), name.c_str(), 0) == 0) ++open_report_.num_bad_files_removed;
         continue;
       }
       found.push_back({header.key, static_cast<uint64_t>(st.st_size), mtime_ns(st)});
@@ -178,13 +279,24 @@ Status DiskTier::scan() {
   while (stored_bytes_ > capacity_bytes_ && !lru_.empty()) {
     const ChunkKey victim = lru_.back();
     forget_locked(victim);
-    ::unlink(chunk_path(victim).c_str());
+    (void)unlink_chunk_file(victim);
     ++num_evicted;
   }
   if (num_evicted > 0) recorder_.record_evictions(num_evicted);
   open_report_.num_chunks = static_cast<int64_t>(entries_.size());
   publish_gauges_locked();
   return Status::ok();
+}
+
+int DiskTier::unlink_chunk_file(const ChunkKey& key) const {
+  const std::string hex = key.hex();
+  Fd sub_fd(open_subdir(dir_fd_, subdir_name(hex)));
+  if (sub_fd.get() < 0) return 0;  // missing, or not our directory: nothing of ours
+  if (!is_regular_entry(sub_fd.get(), hex)) return 0;
+  // Between the check and the unlink the name may change; unlinkat removes
+  // the entry itself and never follows it, so nothing outside is touched.
+  if (::unlinkat(sub_fd.get(), hex.c_str(), 0) != 0 && errno != ENOENT) return errno;
+  return 0;
 }
 
 bool DiskTier::contains(const ChunkKey& key) {
@@ -205,23 +317,58 @@ int DiskTier::take_fault(bool* is_short_write) {
   return fault_.write_errno;
 }
 
-Status DiskTier::write_file(const KvChunk& chunk, const std::string& final_path) {
+Status DiskTier::write_file(const KvChunk& chunk) {
   const std::string hex = chunk.key.hex();
-  const std::string sub_path = dir_ + "/" + hex.substr(0, 2);
-  if (::mkdir(sub_path.c_str(), 0755) != 0 && errno != EEXIST) {
+  const std::string sub = subdir_name(hex);
+  const std::string sub_path = dir_ + "/" + sub;
+  if (::mkdirat(dir_fd_, sub.c_str(), 0755) != 0 && errno != EEXIST) {
     return errno_status("cannot create", sub_path, errno);
   }
-  const std::string temp_path = sub_path + "/" + std::string(kTempPrefix) + hex + "." +
-                                std::to_string(::getpid()) + "." +
-                                std::to_string(temp_counter_.fetch_add(1));
-  Fd fd(::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (fd.get() < 0) return errno_status("cannot create", temp_path, errno);
+  Fd sub_fd(open_subdir(dir_fd_, sub));
+  int sub_err = sub_fd.get() < 0 ? errno : 0;
+  if ((sub_err == ENOTDIR || sub_err == ELOOP) && is_symlink_entry(dir_fd_, sub)) {
+    // A symlink planted at our subdirectory name: replace the link (never
+    // its target) with a real directory.
+    if (::unlinkat(dir_fd_, sub.c_str(), 0) != 0 && errno != ENOENT) {
+      return errno_status("cannot remove the symlink", sub_path, errno);
+    }
+    if (::mkdirat(dir_fd_, sub.c_str(), 0755) != 0 && errno != EEXIST) {
+      return errno_status("cannot create", sub_path, errno);
+    }
+    sub_fd.reset(open_subdir(dir_fd_, sub));
+    sub_err = sub_fd.get() < 0 ? errno : 0;
+  }
+  if (sub_fd.get() < 0) {
+    return errno_status(sub_err == ENOTDIR ? "not a directory, cannot write into" : "cannot open",
+                        sub_path, sub_err);
+  }
+
+  // O_CREAT | O_EXCL never opens an existing name, a symlink included; a name
+  // taken by anything (a planted symlink, a leftover) moves on to the next.
+  constexpr int kMaxTempAttempts = 8;
+  std::string temp_name;
+  int raw_fd = -1;
+  int create_err = 0;
+  for (int attempt = 0; attempt < kMaxTempAttempts && raw_fd < 0; ++attempt) {
+    temp_name = std::string(kTempPrefix) + hex + "." + std::to_string(::getpid()) + "." +
+                std::to_string(temp_counter_.fetch_add(1));
+    raw_fd = ::openat(sub_fd.get(), temp_name.c_str(),
+                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    create_err = raw_fd < 0 ? errno : 0;
+    if (create_err != 0 && create_err != EEXIST) break;
+  }
+  const std::string temp_path = sub_path + "/" + temp_name;
+  if (raw_fd < 0) return errno_status("cannot create", temp_path, create_err);
+  Fd fd(raw_fd);
 
   auto fail = [&](std::string_view what, int err) {
     ::close(fd.release());
-    ::unlink(temp_path.c_str());
+    ::unlinkat(sub_fd.get(), temp_name.c_str(), 0);
     return errno_status(what, temp_path, err);
   };
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail("cannot stat", errno);
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file", EINVAL);  // cannot happen
   const std::array<uint8_t, kChunkHeaderBytes> header = encode_chunk_header(chunk);
   bool is_short_write = false;
   if (const int injected = take_fault(&is_short_write); injected != 0) {
@@ -238,17 +385,18 @@ Status DiskTier::write_file(const KvChunk& chunk, const std::string& final_path)
   if (::fsync(fd.get()) != 0) return fail("fsync", errno);
   if (::close(fd.release()) != 0) {
     const int err = errno;
-    ::unlink(temp_path.c_str());
+    ::unlinkat(sub_fd.get(), temp_name.c_str(), 0);
     return errno_status("close", temp_path, err);
   }
-  if (::rename(temp_path.c_str(), final_path.c_str()) != 0) {
+  // rename replaces the final name itself (a planted symlink there included)
+  // and never follows it.
+  if (::renameat(sub_fd.get(), temp_name.c_str(), sub_fd.get(), hex.c_str()) != 0) {
     const int err = errno;
-    ::unlink(temp_path.c_str());
+    ::unlinkat(sub_fd.get(), temp_name.c_str(), 0);
     return errno_status("rename", temp_path, err);
   }
   // Make the rename itself durable.
-  Fd dir_fd(::open(sub_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir_fd.get() >= 0) (void)::fsync(dir_fd.get());
+  (void)::fsync(sub_fd.get());
   return Status::ok();
 }
 
@@ -273,8 +421,7 @@ Status DiskTier::put(const KvChunkHandle& chunk) {
     }
   }
   const TierTimer timer;
-  const std::string path = chunk_path(chunk->key);
-  if (Status s = write_file(*chunk, path); !s.is_ok()) {
+  if (Status s = write_file(*chunk); !s.is_ok()) {
     recorder_.record_error();
     return s;
   }
@@ -287,7 +434,7 @@ Status DiskTier::put(const KvChunkHandle& chunk) {
   while (stored_bytes_ > capacity_bytes_ && lru_.size() > 1) {
     const ChunkKey victim = lru_.back();
     forget_locked(victim);
-    ::unlink(chunk_path(victim).c_str());
+    (void)unlink_chunk_file(victim);
     ++num_evicted;
   }
   if (num_evicted > 0) recorder_.record_evictions(num_evicted);
@@ -308,37 +455,64 @@ Result<KvChunkHandle> DiskTier::get(const ChunkKey& key) {
     lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
     expected_bytes = it->second.file_bytes;
   }
+  const std::string hex = key.hex();
   const std::string path = chunk_path(key);
+  Fd sub_fd(open_subdir(dir_fd_, subdir_name(hex)));
+  const int sub_err = sub_fd.get() < 0 ? errno : 0;
+  // Not a regular file we wrote (a symlink, a FIFO, a directory at the name
+  // or at its subdirectory's): never read, left in place, a miss.
+  auto skip_foreign = [&]() -> Status {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      forget_locked(key);
+      publish_gauges_locked();
+    }
+    recorder_.record_error();
+    recorder_.record_miss(timer.seconds());
+    return not_found("disk tier: " + path + " is not a regular file (a symlink?); not read");
+  };
   // A defective file: a miss, an error, and the file goes.
   auto drop_bad = [&](const std::string& why) -> Status {
     {
       std::lock_guard<std::mutex> lock(mu_);
       forget_locked(key);
-      ::unlink(path.c_str());
+      // The file was opened as a regular file; unlinkat never follows the name.
+      ::unlinkat(sub_fd.get(), hex.c_str(), 0);
       publish_gauges_locked();
     }
     recorder_.record_error();
     recorder_.record_miss(timer.seconds());
     return not_found("disk tier: " + path + ": " + why + "; file removed");
   };
+  auto vanished = [&]() -> Status {  // deleted behind our back: forget it
+    std::lock_guard<std::mutex> lock(mu_);
+    forget_locked(key);
+    publish_gauges_locked();
+    recorder_.record_miss(timer.seconds());
+    return not_found("disk tier: " + path + " vanished");
+  };
 
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    const int err = errno;
-    if (err == ENOENT) {  // deleted behind our back: forget it
-      std::lock_guard<std::mutex> lock(mu_);
-      forget_locked(key);
-      publish_gauges_locked();
-      recorder_.record_miss(timer.seconds());
-      return not_found("disk tier: " + path + " vanished");
-    }
+  if (sub_fd.get() < 0) {
+    if (sub_err == ENOENT) return vanished();
+    if (sub_err == ELOOP || sub_err == ENOTDIR) return skip_foreign();
     recorder_.record_error();
-    return errno_status("cannot open", path, err);
+    return errno_status("cannot open", dir_ + "/" + subdir_name(hex), sub_err);
   }
+  int raw_fd = -1;
+  int open_err = 0;
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) {
-    recorder_.record_error();
-    return errno_status("cannot stat", path, errno);
+  const OpenedAs opened = open_regular_file(sub_fd.get(), hex, &raw_fd, &st, &open_err);
+  Fd fd(raw_fd);
+  switch (opened) {
+    case OpenedAs::kRegular:
+      break;
+    case OpenedAs::kMissing:
+      return vanished();
+    case OpenedAs::kNotRegular:
+      return skip_foreign();
+    case OpenedAs::kError:
+      recorder_.record_error();
+      return errno_status("cannot open", path, open_err);
   }
   if (static_cast<uint64_t>(st.st_size) != expected_bytes) {
     return drop_bad("size " + std::to_string(st.st_size) + " bytes, expected " +
@@ -382,12 +556,10 @@ Result<KvChunkHandle> DiskTier::get(const ChunkKey& key) {
 Status DiskTier::remove(const ChunkKey& key) {
   std::lock_guard<std::mutex> lock(mu_);
   forget_locked(key);
-  const std::string path = chunk_path(key);
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    const int err = errno;
+  if (const int err = unlink_chunk_file(key); err != 0) {
     publish_gauges_locked();
     recorder_.record_error();
-    return errno_status("cannot remove", path, err);
+    return errno_status("cannot remove", chunk_path(key), err);
   }
   publish_gauges_locked();
   return Status::ok();

@@ -14,6 +14,19 @@
 // deletes leftover temp files. The initial LRU order is file mtime (oldest
 // evicted first); afterwards access order (get and put touch a key).
 //
+// Symlinks and other non-regular files are never followed, read or written
+// through. The directory given to open() may itself be a symlink (it is
+// opened once and held as a descriptor); nothing under it is followed:
+// subdirectories are opened relative to it with O_DIRECTORY | O_NOFOLLOW,
+// chunk files relative to their subdirectory with O_NOFOLLOW | O_NONBLOCK and
+// checked with fstat (S_ISREG) after the open; temp files are created with
+// O_CREAT | O_EXCL (which never opens an existing name), and the rename
+// replaces whatever sits at the final name without following it. A symlink,
+// FIFO, socket or directory at a chunk or temp-file name is skipped and left
+// in place (counted in OpenReport at open(), a miss in get(), not deleted by
+// eviction or remove()); a put whose subdirectory name holds a symlink
+// replaces the link (never its target) with a real directory.
+//
 // Bounded by payload+header bytes (capacity_bytes): a put that overflows
 // evicts least recently used files first. Faults: ENOSPC / EACCES / EROFS /
 // short writes make put() fail with a Status and leave nothing behind. get()
@@ -52,6 +65,10 @@ class DiskTier final : public KvTier {
     int64_t num_chunks = 0;              // valid chunk files indexed
     int64_t num_bad_files_removed = 0;   // bad header, size or name
     int64_t num_temp_files_removed = 0;  // leftovers of interrupted writes
+    // Entries of the wrong type at our names (a symlink anywhere; a FIFO,
+    // socket or directory at a chunk or temp-file name; a non-directory at
+    // a subdirectory name): never followed or read, left in place.
+    int64_t num_non_regular_skipped = 0;
   };
 
   // Creates `dir` if missing and rebuilds the index. Errors: the directory
@@ -79,9 +96,13 @@ class DiskTier final : public KvTier {
     std::list<ChunkKey>::iterator lru_pos;  // front = most recently used
   };
 
-  DiskTier(std::string dir, size_t capacity_bytes, size_t max_payload_bytes);
+  // Takes ownership of dir_fd, an O_DIRECTORY descriptor of `dir`.
+  DiskTier(std::string dir, int dir_fd, size_t capacity_bytes, size_t max_payload_bytes);
   Status scan();
-  Status write_file(const KvChunk& chunk, const std::string& final_path);
+  Status write_file(const KvChunk& chunk);
+  // Unlinks the chunk file of `key` if it is a regular file (eviction,
+  // remove()); returns the errno of a failing unlink, 0 otherwise.
+  int unlink_chunk_file(const ChunkKey& key) const;
   // Drops `key` from the index (and counts nothing); the caller unlinks.
   void forget_locked(const ChunkKey& key);
   void insert_locked(const ChunkKey& key, uint64_t file_bytes);
@@ -90,6 +111,7 @@ class DiskTier final : public KvTier {
   int take_fault(bool* is_short_write);
 
   const std::string dir_;
+  const int dir_fd_;  // owned; every path below is opened relative to it
   const size_t capacity_bytes_;
   const size_t max_payload_bytes_;
   OpenReport open_report_;

@@ -1,5 +1,6 @@
 #include "server/protocol.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -172,6 +173,15 @@ std::optional<ApiError> parse_params(const json& b, const ProtocolLimits& limits
       }
       p->logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(v));
     }
+    // "7" and "007" name the same token; the sampler adds every entry, so
+    // both would stack past the bound. One entry per token id.
+    std::vector<int32_t> ids;
+    ids.reserve(p->logit_bias.size());
+    for (const auto& entry : p->logit_bias) ids.push_back(entry.first);
+    std::sort(ids.begin(), ids.end());
+    if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
+      return invalid_param("logit_bias", "Duplicate token id.");
+    }
   }
 
   if (auto e =
@@ -276,6 +286,12 @@ int32_t json_nesting_depth(std::string_view text, int32_t cap) {
 std::optional<ApiError> parse_json_body(std::string_view body, const ProtocolLimits& limits,
                                         nlohmann::json* out) {
   if (body.empty()) return invalid_param("", "The request body is empty.");
+  // nlohmann's lexer ends the input at a NUL byte, so `{"prompt":"a"}\0junk`
+  // would parse as the object alone; a NUL is never valid in JSON text (it
+  // must be escaped inside strings), so the whole body is refused.
+  if (body.find('\0') != std::string_view::npos) {
+    return invalid_param("", "The request body is not valid JSON.");
+  }
   if (json_nesting_depth(body, limits.max_json_depth) > limits.max_json_depth) {
     return invalid_param("", "The request body is nested too deeply.");
   }

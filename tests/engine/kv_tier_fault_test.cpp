@@ -171,8 +171,8 @@ std::optional<GenerationRequest> serve_until_stored(EngineCore& core, uint32_t s
 
 TEST(KvTierFault, RedisDownAtStartThenBroughtUpRecovers) {
   STRATA_REQUIRE_MODEL();
-  if (!has_redis_server()) GTEST_SKIP() << "redis-server not installed";
-  RedisServer redis(free_port());
+  if (!RedisServer::is_available()) GTEST_SKIP() << "redis-server not installed";
+  RedisServer redis;
   auto core = make_tier_core(redis_options(redis.url()));  // nothing listens yet
   ASSERT_TRUE(core);
   EXPECT_EQ(expect_cold_outputs_with_canary(*core, document_request(21)), 0);
@@ -188,8 +188,8 @@ TEST(KvTierFault, RedisDownAtStartThenBroughtUpRecovers) {
 
 TEST(KvTierFault, RedisKilledMidRunThenBroughtBack) {
   STRATA_REQUIRE_MODEL();
-  if (!has_redis_server()) GTEST_SKIP() << "redis-server not installed";
-  RedisServer redis(free_port());
+  if (!RedisServer::is_available()) GTEST_SKIP() << "redis-server not installed";
+  RedisServer redis;
   ASSERT_TRUE(redis.start());
   const GenerationRequest p = document_request(31);
   auto core = make_tier_core(redis_options(redis.url()));
@@ -197,7 +197,7 @@ TEST(KvTierFault, RedisKilledMidRunThenBroughtBack) {
   serve_all(*core, {p});
   core->flush_kv_connector();
   ASSERT_GT(tier_stats(*core, "redis").bytes_written, 0);
-  redis.kill_now();
+  redis.stop();
   auto reader = make_tier_core(redis_options(redis.url()));
   ASSERT_TRUE(reader);
   EXPECT_EQ(expect_cold_outputs_with_canary(*reader, p), 0);
@@ -212,8 +212,8 @@ TEST(KvTierFault, RedisKilledMidRunThenBroughtBack) {
 
 TEST(KvTierFault, SlowRedisTimesOutAndTheRequestIsComputed) {
   STRATA_REQUIRE_MODEL();
-  if (!has_redis_server()) GTEST_SKIP() << "redis-server not installed";
-  RedisServer redis(free_port());
+  if (!RedisServer::is_available()) GTEST_SKIP() << "redis-server not installed";
+  RedisServer redis;
   ASSERT_TRUE(redis.start());
   const GenerationRequest p = document_request(41);
   {
@@ -222,31 +222,14 @@ TEST(KvTierFault, SlowRedisTimesOutAndTheRequestIsComputed) {
     serve_all(*core, {p});
   }
   // DEBUG SLEEP blocks the whole server for 5 s, far past the 200 ms
-  // timeout; wait until it no longer answers a PING before loading.
-  // On a loaded machine the client may give up before the server sleeps:
-  // spawn it again until the server stops answering.
-  pid_t sleeper = -1;
-  bool is_asleep = false;
-  for (int attempt = 0; attempt < 5 && !is_asleep; ++attempt) {
-    if (sleeper > 0) waitpid(sleeper, nullptr, 0);
-    sleeper = spawn({"redis-cli", "-p", std::to_string(redis.port()), "DEBUG", "SLEEP", "5"});
-    ASSERT_GT(sleeper, 0);
-    for (int i = 0; i < 40 && !is_asleep; ++i) {
-      is_asleep = !answers_ping(redis.port(), 100);
-      if (!is_asleep && waitpid(sleeper, nullptr, WNOHANG) == sleeper) {
-        sleeper = -1;
-        break;  // the client is gone and the server awake
-      }
-    }
-  }
-  ASSERT_TRUE(is_asleep);
+  // timeout; it returns once the server no longer answers.
+  ASSERT_TRUE(redis.begin_debug_sleep(5));
   auto core = make_tier_core(redis_options(redis.url()));
   ASSERT_TRUE(core);
   EXPECT_EQ(expect_cold_outputs_with_canary(*core, p), 0);
   EXPECT_GE(tier_stats(*core, "redis").errors, 1);
   core.reset();
-  redis.kill_now();  // ends the sleeper's connection
-  if (sleeper > 0) waitpid(sleeper, nullptr, 0);
+  redis.stop();  // ends the sleeper's connection
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "kvtier/chunk_io.h"
 #include "kvtier/chunk_key.h"
 #include "kvtier/kv_tier_manager.h"
+#include "../kvtier/redis_server.h"
 
 extern char** environ;
 
@@ -174,96 +175,5 @@ inline std::unique_ptr<KvTierManager> manager_of(std::unique_ptr<KvTier> tier) {
   tiers.push_back(std::move(tier));
   return std::make_unique<KvTierManager>(std::move(tiers), size_t{64} << 20);
 }
-
-// A free TCP port on 127.0.0.1 (bound, read back, closed).
-inline int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    socklen_t len = sizeof(addr);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-inline bool can_connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
-// Whether a server on `port` answers PING within `timeout_ms`.
-inline bool answers_ping(int port, int timeout_ms) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{0, timeout_ms * 1000};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-            write(fd, "PING\r\n", 6) == 6;
-  char buf[16];
-  ok = ok && read(fd, buf, sizeof(buf)) > 0;
-  close(fd);
-  return ok;
-}
-
-inline pid_t spawn(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  if (posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) pid = -1;
-  posix_spawn_file_actions_destroy(&actions);
-  return pid;
-}
-
-inline bool has_redis_server() {
-  return std::system("command -v redis-server >/dev/null 2>&1") == 0;
-}
-
-// A redis-server child on `port`, no persistence, DEBUG allowed (for SLEEP).
-class RedisServer {
- public:
-  explicit RedisServer(int port) : port_(port) {}
-  ~RedisServer() { kill_now(); }
-  bool start() {
-    pid_ = spawn({"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save",
-                  "", "--appendonly", "no", "--enable-debug-command", "yes"});
-    for (int i = 0; i < 200 && pid_ > 0; ++i) {
-      if (can_connect(port_)) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
-  void kill_now() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
-  int port() const { return port_; }
-
- private:
-  int port_;
-  pid_t pid_ = -1;
-};
 
 }  // namespace strata::testing

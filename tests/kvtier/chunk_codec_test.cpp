@@ -3,7 +3,13 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "kvtier_test_util.h"
 
@@ -151,6 +157,60 @@ TEST(ChunkCodecTest, HeaderAloneDecodes) {
   EXPECT_EQ(d->num_tokens, c->num_tokens);
   EXPECT_TRUE(verify_chunk_payload(*d, c->payload).is_ok());
   EXPECT_FALSE(decode_chunk_header(h, 299).is_ok());  // over the caller's bound
+}
+
+// The seed corpus of fuzz/fuzz_chunk_codec.cpp (fuzz/corpus/chunk_codec/),
+// built here so it follows the format: valid chunk files of a few payload
+// sizes (up to a real chunk of the test models: 32 tokens x 1 KiB) and one of
+// each header defect, resealed so the field's own check is what rejects it.
+std::vector<std::pair<std::string, std::vector<uint8_t>>> fuzz_seeds() {
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> seeds;
+  for (size_t payload : {size_t{0}, size_t{1}, size_t{63}, size_t{1024}, size_t{32768}}) {
+    KvChunkHandle c = make_test_chunk(static_cast<uint32_t>(100 + payload), payload);
+    seeds.emplace_back("valid_payload_" + std::to_string(payload), bytes_of(encode_chunk(*c)));
+  }
+  const std::vector<uint8_t> good = bytes_of(encode_chunk(*make_test_chunk(7, 256)));
+  auto defect = [&](const std::string& name, auto&& edit) {
+    std::vector<uint8_t> b = good;
+    edit(b);
+    seeds.emplace_back("invalid_" + name, std::move(b));
+  };
+  defect("magic", [](auto& b) { b[0] ^= 1; });
+  defect("version", [](auto& b) { put_u32(b, 8, 2), reseal(b); });
+  defect("header_bytes", [](auto& b) { put_u32(b, 12, 96), reseal(b); });
+  defect("header_checksum", [](auto& b) { b[72] ^= 1; });
+  defect("num_tokens_zero", [](auto& b) { put_u32(b, 48, 0), reseal(b); });
+  defect("num_tokens_negative", [](auto& b) { put_u32(b, 48, 0x80000000u), reseal(b); });
+  defect("reserved", [](auto& b) { put_u32(b, 52, 1), reseal(b); });
+  defect("payload_bytes_huge", [](auto& b) { put_u64(b, 56, ~uint64_t{0} - 40), reseal(b); });
+  defect("payload_checksum", [](auto& b) { b[kChunkHeaderBytes + 100] ^= 0x10; });
+  defect("truncated_payload", [](auto& b) { b.resize(b.size() - 1); });
+  defect("truncated_header", [](auto& b) { b.resize(40); });
+  return seeds;
+}
+
+// Fails when the committed seeds are not what fuzz_seeds() builds (the format
+// changed); to regenerate them:
+//   STRATA_WRITE_FUZZ_SEEDS=1 build/test_kvtier --gtest_filter='*FuzzSeedCorpus*'
+// Further files in the directory (inputs the fuzzer found) are left alone.
+TEST(ChunkCodecTest, FuzzSeedCorpusIsCurrent) {
+  const std::string dir = std::string(STRATA_SOURCE_DIR) + "/fuzz/corpus/chunk_codec/";
+  const bool is_writing = std::getenv("STRATA_WRITE_FUZZ_SEEDS") != nullptr;
+  for (const auto& [name, bytes] : fuzz_seeds()) {
+    if (is_writing) {
+      std::ofstream(dir + name, std::ios::binary)
+          .write(reinterpret_cast<const char*>(bytes.data()),
+                 static_cast<std::streamsize>(bytes.size()));
+    }
+    std::ifstream f(dir + name, std::ios::binary);
+    ASSERT_TRUE(f.good()) << dir + name << " is missing; regenerate the seeds (see above)";
+    const std::vector<uint8_t> committed{std::istreambuf_iterator<char>(f), {}};
+    EXPECT_EQ(committed, bytes) << name << " is stale; regenerate the seeds (see above)";
+    ChunkKey key;
+    if (bytes.size() >= 48) std::memcpy(key.bytes.data(), bytes.data() + 16, 32);
+    Result<KvChunkHandle> d = decode_chunk(bytes, key, kMax);
+    EXPECT_EQ(d.is_ok(), name.rfind("valid_", 0) == 0) << name << ": " << d.status().to_string();
+  }
 }
 
 }  // namespace

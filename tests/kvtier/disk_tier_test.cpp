@@ -13,8 +13,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "kvtier/chunk_codec.h"
@@ -328,6 +331,302 @@ TEST(DiskTierTest, OversizedPayloadInAFileIsRejectedAtOpen) {
   ASSERT_TRUE(tier.is_ok());
   EXPECT_EQ((*tier)->open_report().num_bad_files_removed, 1);
   EXPECT_FALSE((*tier)->contains(c->key));
+}
+
+// ---------------------------------------------------------------------------
+// Symlinks and other non-regular files planted in the cache directory. The
+// outside files are perfect forgeries (valid encodings of the very chunk the
+// tier looks for), so a miss proves they were not read; a snapshot of the
+// outside directory (names, types, sizes, mtimes, bytes) proves nothing there
+// was modified, created or deleted.
+
+// Every entry under `dir` (not following symlinks) -> its type, size, mtime
+// and, for regular files, bytes.
+std::map<std::string, std::string> snapshot(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    struct stat st {};
+    EXPECT_EQ(::lstat(e.path().c_str(), &st), 0) << e.path();
+    std::string v = std::to_string(st.st_mode & S_IFMT) + ":" + std::to_string(st.st_size) + ":" +
+                    std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    if (S_ISREG(st.st_mode)) {
+      std::ifstream f(e.path(), std::ios::binary);
+      v += ":" + std::string(std::istreambuf_iterator<char>(f), {});
+    } else if (S_ISLNK(st.st_mode)) {
+      v += ":" + fs::read_symlink(e.path()).string();
+    }
+    out[e.path().string()] = v;
+  }
+  return out;
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// An outside directory holding a forged copy of `c` (and a plain file).
+struct Outside {
+  TempDir dir;
+  std::string forgery;  // path of the valid encoding of c
+  std::string plain;    // path of a file that is not a chunk
+  explicit Outside(const KvChunk& c) {
+    forgery = dir.path() + "/forged";
+    plain = dir.path() + "/plain";
+    write_bytes(forgery, encode_chunk(c));
+    write_bytes(plain, "outside, must stay as it is");
+  }
+};
+
+// Unblocks (and reports) a reader stuck opening one of `fifos`: opening a
+// FIFO for writing without blocking succeeds only when a reader waits on it.
+class FifoWatchdog {
+ public:
+  explicit FifoWatchdog(std::vector<std::string> fifos) : fifos_(std::move(fifos)) {
+    thread_ = std::thread([this] {
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!done_) {
+        if (cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return done_; })) break;
+        if (++ticks_ < 15) continue;  // 3 s: far past any open() of a few files
+        for (const std::string& f : fifos_) {
+          const int fd = ::open(f.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+          if (fd >= 0) {
+            had_blocked_reader_ = true;
+            ::close(fd);
+          }
+        }
+      }
+    });
+  }
+  ~FifoWatchdog() { stop(); }
+  // Stops the watchdog; true when a reader was blocked on a FIFO.
+  bool stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    return had_blocked_reader_;
+  }
+
+ private:
+  std::vector<std::string> fifos_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  int ticks_ = 0;
+  bool had_blocked_reader_ = false;
+  std::thread thread_;
+};
+
+void expect_foreign_miss(DiskTier& tier, const KvChunkHandle& c) {
+  Result<KvChunkHandle> got = tier.get(c->key);
+  ASSERT_FALSE(got.is_ok()) << "read through a non-regular file";
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound) << got.status().to_string();
+  EXPECT_FALSE(is_tier_fault(got.status()));  // the manager keeps using the tier
+  EXPECT_FALSE(tier.contains(c->key));
+}
+
+TEST(DiskTierTest, SymlinkAtAChunkNameIsNeverReadAndAPutReplacesIt) {
+  TempDir dir;
+  KvChunkHandle c = make_test_chunk(1, 4096);
+  Outside outside(*c);
+  std::unique_ptr<DiskTier> tier = open_tier(dir.path());
+  ASSERT_TRUE(tier->put(c).is_ok());
+  const std::string path = tier->chunk_path(c->key);
+  ASSERT_TRUE(fs::remove(path));
+  fs::create_symlink(outside.forgery, path);
+  const auto before = snapshot(outside.dir.path());
+
+  expect_foreign_miss(*tier, c);
+  EXPECT_TRUE(fs::is_symlink(path));  // left in place
+  EXPECT_EQ(tier->stats().hits, 0);
+  // A put goes to a temp file and renames over the link: the target is not
+  // written, the name then holds our regular file.
+  ASSERT_TRUE(tier->put(c).is_ok());
+  EXPECT_FALSE(fs::is_symlink(path));
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(path)));
+  Result<KvChunkHandle> got = tier->get(c->key);
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  EXPECT_EQ((*got)->payload, c->payload);
+  EXPECT_EQ(snapshot(outside.dir.path()), before);
+
+  // The same link found at start-up is skipped, neither read nor deleted.
+  ASSERT_TRUE(fs::remove(path));
+  fs::create_symlink(outside.forgery, path);
+  tier = open_tier(dir.path());
+  EXPECT_EQ(tier->open_report().num_chunks, 0);
+  EXPECT_EQ(tier->open_report().num_non_regular_skipped, 1);
+  EXPECT_EQ(tier->open_report().num_bad_files_removed, 0);
+  EXPECT_FALSE(tier->contains(c->key));
+  EXPECT_TRUE(fs::is_symlink(path));
+  EXPECT_EQ(snapshot(outside.dir.path()), before);
+}
+
+TEST(DiskTierTest, SymlinksAtTheFinalAndTempNamesAreNeverWrittenThrough) {
+  TempDir dir;
+  KvChunkHandle c = make_test_chunk(2, 4096);
+  Outside outside(*c);
+  std::unique_ptr<DiskTier> tier = open_tier(dir.path());
+  const std::string hex = c->key.hex();
+  const std::string sub = dir.path() + "/" + hex.substr(0, 2);
+  ASSERT_TRUE(fs::create_directory(sub));
+  // The final name: a link to an outside file. The first temp names this
+  // tier will try (counter 0, 1, ...): links to an existing outside file and
+  // dangling links to outside paths a write through them would create.
+  fs::create_symlink(outside.plain, sub + "/" + hex);
+  const std::string prefix = sub + "/.tmp." + hex + "." + std::to_string(::getpid()) + ".";
+  fs::create_symlink(outside.plain, prefix + "0");
+  fs::create_symlink(outside.dir.path() + "/created-1", prefix + "1");
+  fs::create_symlink(outside.dir.path() + "/created-2", prefix + "2");
+  const auto before = snapshot(outside.dir.path());
+
+  ASSERT_TRUE(tier->put(c).is_ok());
+  EXPECT_EQ(snapshot(outside.dir.path()), before);
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(sub + "/" + hex)));
+  Result<KvChunkHandle> got = tier->get(c->key);
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  EXPECT_EQ((*got)->payload, c->payload);
+  for (const char* n : {"0", "1", "2"}) EXPECT_TRUE(fs::is_symlink(prefix + n)) << n;
+  // Reopening skips the three temp-name links (not regular: not deleted).
+  tier = open_tier(dir.path());
+  EXPECT_EQ(tier->open_report().num_chunks, 1);
+  EXPECT_EQ(tier->open_report().num_temp_files_removed, 0);
+  EXPECT_EQ(tier->open_report().num_non_regular_skipped, 3);
+  EXPECT_EQ(snapshot(outside.dir.path()), before);
+}
+
+TEST(DiskTierTest, SymlinkedSubdirectoryIsNeverFollowed) {
+  TempDir dir;
+  KvChunkHandle c = make_test_chunk(3, 4096);
+  Outside outside(*c);
+  const std::string hex = c->key.hex();
+  // Outside: what a followed scan would index (a forged chunk under its
+  // name) or delete (a temp file, a bad chunk file).
+  write_bytes(outside.dir.path() + "/" + hex, encode_chunk(*c));
+  write_bytes(outside.dir.path() + "/.tmp." + hex + ".1.0", "half a chunk");
+  write_bytes(outside.dir.path() + "/" + hex.substr(0, 2) + std::string(62, '0'), "garbage");
+  const std::string sub = dir.path() + "/" + hex.substr(0, 2);
+  fs::create_directory_symlink(outside.dir.path(), sub);
+  const auto before = snapshot(outside.dir.path());
+
+  std::unique_ptr<DiskTier> tier = open_tier(dir.path());
+  EXPECT_EQ(tier->open_report().num_chunks, 0);
+  EXPECT_EQ(tier->open_report().num_non_regular_skipped, 1);
+  EXPECT_EQ(tier->open_report().num_temp_files_removed, 0);
+  EXPECT_EQ(tier->open_report().num_bad_files_removed, 0);
+  EXPECT_FALSE(tier->contains(c->key));
+  EXPECT_EQ(snapshot(outside.dir.path()), before);
+
+  // A put replaces the link (not its target) with a real directory.
+  ASSERT_TRUE(tier->put(c).is_ok());
+  EXPECT_FALSE(fs::is_symlink(sub));
+  EXPECT_TRUE(fs::is_directory(fs::symlink_status(sub)));
+  EXPECT_TRUE(tier->get(c->key).is_ok());
+  EXPECT_EQ(snapshot(outside.dir.path()), before);
+
+  // The subdirectory swapped for a link while the chunk is indexed: get is a
+  // miss and remove deletes nothing through it; chunks in other
+  // subdirectories are unaffected.
+  uint32_t seed = 100;
+  while (make_test_chunk(seed, 0)->key.hex().substr(0, 2) == hex.substr(0, 2)) ++seed;
+  KvChunkHandle other = make_test_chunk(seed, 4096);
+  ASSERT_TRUE(tier->put(other).is_ok());
+  auto swap_in_link = [&](const std::string& moved) {
+    fs::rename(sub, moved);
+    fs::create_directory_symlink(outside.dir.path(), sub);
+  };
+  swap_in_link(sub + ".moved1");
+  expect_foreign_miss(*tier, c);
+  EXPECT_TRUE(tier->get(other->key).is_ok());
+  ASSERT_TRUE(fs::remove(sub));  // the link
+  fs::rename(sub + ".moved1", sub);
+  ASSERT_TRUE(tier->put(c).is_ok());  // indexed again
+  swap_in_link(sub + ".moved2");
+  EXPECT_TRUE(tier->remove(c->key).is_ok());
+  EXPECT_FALSE(tier->contains(c->key));
+  EXPECT_TRUE(fs::is_symlink(sub));
+  EXPECT_TRUE(fs::exists(sub + ".moved2/" + hex));  // the real file was not reached either
+  EXPECT_EQ(snapshot(outside.dir.path()), before);
+  EXPECT_TRUE(tier->get(other->key).is_ok());
+}
+
+TEST(DiskTierTest, EvictionNeverDeletesThroughASymlink) {
+  TempDir dir;
+  KvChunkHandle a = make_test_chunk(5, 4096);
+  KvChunkHandle b = make_test_chunk(6, 4096);
+  KvChunkHandle c = make_test_chunk(7, 4096);
+  Outside outside(*a);
+  std::unique_ptr<DiskTier> tier = open_tier(dir.path(), 2 * (4096 + kChunkHeaderBytes));
+  ASSERT_TRUE(tier->put(a).is_ok());
+  ASSERT_TRUE(tier->put(b).is_ok());
+  const std::string path_a = tier->chunk_path(a->key);
+  ASSERT_TRUE(fs::remove(path_a));
+  fs::create_symlink(outside.forgery, path_a);
+  const auto before = snapshot(outside.dir.path());
+  ASSERT_TRUE(tier->put(c).is_ok());  // evicts a, the least recently used
+  EXPECT_EQ(tier->stats().evictions, 1);
+  EXPECT_FALSE(tier->contains(a->key));
+  EXPECT_TRUE(fs::is_symlink(path_a));  // not ours: left alone
+  EXPECT_EQ(snapshot(outside.dir.path()), before);
+  EXPECT_TRUE(tier->get(b->key).is_ok());
+  EXPECT_TRUE(tier->get(c->key).is_ok());
+}
+
+TEST(DiskTierTest, FifosAndDirectoriesAtChunkNamesNeverBlockOrBreakTheTier) {
+  TempDir dir;
+  KvChunkHandle a = make_test_chunk(8, 4096);   // its name will hold a FIFO
+  KvChunkHandle b = make_test_chunk(9, 4096);   // a link to an outside FIFO
+  KvChunkHandle c = make_test_chunk(10, 4096);  // a directory
+  KvChunkHandle d = make_test_chunk(11, 4096);  // a link to an outside directory
+  KvChunkHandle ok = make_test_chunk(12, 4096);
+  Outside outside(*a);
+  const std::string outside_fifo = outside.dir.path() + "/fifo";
+  const std::string outside_subdir = outside.dir.path() + "/subdir";
+  ASSERT_EQ(::mkfifo(outside_fifo.c_str(), 0644), 0);
+  ASSERT_TRUE(fs::create_directory(outside_subdir));
+  std::string fifo_a;
+  {
+    std::unique_ptr<DiskTier> tier = open_tier(dir.path());
+    for (const KvChunkHandle& x : {a, b, c, d, ok}) ASSERT_TRUE(tier->put(x).is_ok());
+    fifo_a = tier->chunk_path(a->key);
+    for (const KvChunkHandle& x : {a, b, c, d}) ASSERT_TRUE(fs::remove(tier->chunk_path(x->key)));
+    ASSERT_EQ(::mkfifo(fifo_a.c_str(), 0644), 0);
+    fs::create_symlink(outside_fifo, tier->chunk_path(b->key));
+    ASSERT_TRUE(fs::create_directory(tier->chunk_path(c->key)));
+    fs::create_directory_symlink(outside_subdir, tier->chunk_path(d->key));
+    // A FIFO at a temp name, too.
+    const std::string hex = ok->key.hex();
+    ASSERT_EQ(
+        ::mkfifo((dir.path() + "/" + hex.substr(0, 2) + "/.tmp." + hex + ".1.0").c_str(), 0644), 0);
+    const auto before = snapshot(outside.dir.path());
+    FifoWatchdog watchdog({fifo_a, outside_fifo});
+    for (const KvChunkHandle& x : {a, b, c, d}) expect_foreign_miss(*tier, x);
+    EXPECT_FALSE(watchdog.stop()) << "get() blocked opening a FIFO";
+    EXPECT_EQ(snapshot(outside.dir.path()), before);
+    EXPECT_TRUE(tier->get(ok->key).is_ok());
+  }
+  const auto before = snapshot(outside.dir.path());
+  FifoWatchdog watchdog({fifo_a, outside_fifo});
+  std::unique_ptr<DiskTier> tier = open_tier(dir.path());
+  EXPECT_FALSE(watchdog.stop()) << "open() blocked opening a FIFO";
+  EXPECT_EQ(tier->open_report().num_chunks, 1);
+  EXPECT_EQ(tier->open_report().num_non_regular_skipped, 5);
+  EXPECT_EQ(tier->open_report().num_bad_files_removed, 0);
+  EXPECT_EQ(tier->open_report().num_temp_files_removed, 0);
+  EXPECT_EQ(snapshot(outside.dir.path()), before);
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo_a)));  // left in place
+  EXPECT_TRUE(tier->get(ok->key).is_ok());
+  // Puts over the FIFO and the links replace them; the directory stays
+  // (rename cannot replace it), so that one put fails, as a fault of the tier.
+  for (const KvChunkHandle& x : {a, b, d}) {
+    ASSERT_TRUE(tier->put(x).is_ok()) << x->key.hex();
+    EXPECT_TRUE(tier->get(x->key).is_ok());
+  }
+  EXPECT_FALSE(tier->put(c).is_ok());
+  EXPECT_FALSE(tier->contains(c->key));
+  EXPECT_EQ(count_temp_files(dir.path()), 0u);
+  EXPECT_EQ(snapshot(outside.dir.path()), before);
 }
 
 // A real crash: a child process writes chunks in a loop and is SIGKILLed at

@@ -12,7 +12,10 @@
 #include <cstdio>
 #include <thread>
 
-#include "kvtier_test_util.h"
+#include "redis_server.h"
+
+#include <string>
+#include <vector>
 
 namespace strata::testing {
 namespace {
@@ -70,6 +73,18 @@ RedisServer::~RedisServer() {
 
 bool RedisServer::start() {
   if (pid_ > 0) return true;
+  // Tests run in parallel processes: a port picked free may be taken before
+  // this server binds it. A first start moves to another port then; a
+  // restart keeps its port (clients reconnect to it).
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    if (spawn_and_wait()) return true;
+    if (has_started_) return false;
+    port_ = pick_free_port();
+  }
+  return false;
+}
+
+bool RedisServer::spawn_and_wait() {
   static const bool kDebugFlag = server_needs_debug_flag();
   std::vector<std::string> args = {
       "redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "",
@@ -99,12 +114,13 @@ bool RedisServer::start() {
       pid_ = -1;
       return false;
     }
-    redisContext* c = connect_ms(port_, 200);
-    if (c != nullptr && c->err == 0) {
-      redisFree(c);
+    // Answering is not enough: it must be this child (not another test's
+    // server on the same port, while this one fails to bind).
+    if (command("INFO server").find("process_id:" + std::to_string(pid_) + "\r") !=
+        std::string::npos) {
+      has_started_ = true;
       return true;
     }
-    if (c != nullptr) redisFree(c);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   stop();

@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
 #include <string>
 
 #include "server/api_error.h"
@@ -100,6 +105,19 @@ TEST(ProtocolTest, MalformedBodies) {
   EXPECT_FALSE(completion("{\"prompt\":\"" + std::string(1000, '[') + "\"}"));
 }
 
+// Found by fuzz/fuzz_protocol: the JSON parser stops at a NUL byte, so a
+// body with one was accepted as its prefix and the rest ignored.
+TEST(ProtocolTest, NulByteAnywhereIsInvalidJson) {
+  using namespace std::string_literals;
+  expect_400(completion("{\"prompt\":\"a\"}\0{\"prompt\":\"b\"}"s), "");
+  expect_400(completion("{}\0\"prompt\": [[5, 6, 7%]], \"logprobs\": 0}"s), "");
+  expect_400(completion("{\"prompt\":\"a\0b\"}"s), "");  // raw, not \u0000
+  expect_400(completion("{\"prompt\":\"a\"}\0"s), "");
+  CompletionRequest r;
+  ASSERT_FALSE(completion(R"({"prompt":"a\u0000b"})", &r));  // the escaped form is fine
+  EXPECT_EQ(r.prompt_text, "a\0b"s);
+}
+
 TEST(ProtocolTest, NestingDepth) {
   EXPECT_EQ(json_nesting_depth("{\"a\":[[1]]}", 100), 3);
   EXPECT_EQ(json_nesting_depth("\"[[[\"", 100), 0);
@@ -137,6 +155,12 @@ TEST(ProtocolTest, TypedLimits) {
   expect_400(completion(R"({"prompt":"a","logit_bias":{"1":101}})"), "logit_bias");
   expect_400(completion(R"({"prompt":"a","logit_bias":{"1":"x"}})"), "logit_bias");
   expect_400(completion(R"({"prompt":"a","logit_bias":[1]})"), "logit_bias");
+  // One token named twice ("7" and "007") would add both biases, past 100.
+  expect_400(completion(R"({"prompt":"a","logit_bias":{"7":100,"007":100}})"), "logit_bias");
+  expect_400(completion(R"({"prompt":"a","logit_bias":{"0":-100,"00":-100}})"), "logit_bias");
+  CompletionRequest lb;
+  ASSERT_FALSE(completion(R"({"prompt":"a","logit_bias":{"007":1,"8":2}})", &lb));
+  EXPECT_EQ(lb.params.logit_bias, (std::vector<std::pair<int32_t, float>>{{7, 1.0f}, {8, 2.0f}}));
   expect_400(completion(R"({"prompt":"a","max_tokens":3,"min_tokens":4})"), "min_tokens");
   expect_400(completion(R"({"prompt":"a","ignore_eos":1})"), "ignore_eos");
   expect_400(completion(R"({"prompt":"a","cache_salt":""})"), "cache_salt");
@@ -210,6 +234,55 @@ TEST(ProtocolTest, TokenizeAndDetokenize) {
   EXPECT_EQ(d.tokens.size(), 2u);
   expect_400(parse_detokenize_request(json::parse(R"({"tokens":[600]})"), limits(), &d), "tokens");
   expect_400(parse_detokenize_request(json::parse(R"({})"), limits(), &d), "tokens");
+}
+
+// The seed corpus of fuzz/fuzz_protocol.cpp (fuzz/corpus/protocol/): each
+// seed named <route>_<valid|invalid>_<what>.json is a body that the route
+// (completions, chat, tokenize, detokenize; body = parse_json_body alone)
+// accepts or rejects as its name says, under the fuzzer's default limits.
+// Keeps the seeds meaningful as the validation changes; files with other
+// names (inputs the fuzzer found) are not checked.
+TEST(ProtocolTest, FuzzSeedCorpusSaysWhatEachRouteDoes) {
+  namespace fs = std::filesystem;
+  ProtocolLimits l;
+  l.vocab_size = 32000;
+  l.max_model_len = 4096;
+  const std::set<std::string> routes = {"completions", "chat", "tokenize", "detokenize", "body"};
+  std::map<std::string, int> num_seeds;
+  for (const auto& e :
+       fs::directory_iterator(std::string(STRATA_SOURCE_DIR) + "/fuzz/corpus/protocol")) {
+    const std::string name = e.path().filename().string();
+    const size_t u1 = name.find('_');
+    const size_t u2 = u1 == std::string::npos ? u1 : name.find('_', u1 + 1);
+    if (u2 == std::string::npos || !routes.count(name.substr(0, u1))) continue;
+    const std::string route = name.substr(0, u1);
+    const std::string outcome = name.substr(u1 + 1, u2 - u1 - 1);
+    ASSERT_TRUE(outcome == "valid" || outcome == "invalid") << name;
+    std::ifstream f(e.path(), std::ios::binary);
+    const std::string body{std::istreambuf_iterator<char>(f), {}};
+    json j;
+    std::optional<ApiError> err = parse_json_body(body, l, &j);
+    if (!err && route == "completions") {
+      CompletionRequest r;
+      err = parse_completion_request(j, l, &r);
+    } else if (!err && route == "chat") {
+      ChatRequest r;
+      err = parse_chat_request(j, l, &r);
+    } else if (!err && route == "tokenize") {
+      TokenizeRequest r;
+      err = parse_tokenize_request(j, l, &r);
+    } else if (!err && route == "detokenize") {
+      DetokenizeRequest r;
+      err = parse_detokenize_request(j, l, &r);
+    }
+    EXPECT_EQ(!err.has_value(), outcome == "valid")
+        << name << (err ? ": " + err->param + ": " + err->message : "");
+    ++num_seeds[route + "_" + outcome];
+  }
+  for (const std::string& route : routes) {  // each route has both kinds
+    EXPECT_GT(num_seeds[route + "_valid"], 0) << route;
+    EXPECT_GT(num_seeds[route + "_invalid"], 0) << route;
+  }
 }
 
 TEST(ApiErrorTest, BodiesAndStatuses) {
