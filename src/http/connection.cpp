@@ -321,7 +321,7 @@ void Connection::pull_response() {
   for (std::string& s : b.buffers) out_.push_back(std::move(s));
   is_keep_alive_ = b.keep_alive;
   if (b.is_aborted) {
-    close_now();  // a stream abandoned by its handler, or a reader far behind
+    close_now();  // a reader far behind
     return;
   }
   if (b.is_complete) is_response_complete_ = true;

@@ -238,8 +238,8 @@ class HttpServer::Impl {
     detail::ServerCounters& c = core_->counters;
     c.num_accepted.fetch_add(1, std::memory_order_relaxed);
     if (c.num_open_connections.load() >= static_cast<int64_t>(core_->options.max_connections)) {
-      refuse(socket);
       c.num_refused.fetch_add(1, std::memory_order_relaxed);
+      refuse(socket);
       do_accept();
       return;
     }

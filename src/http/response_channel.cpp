@@ -197,12 +197,13 @@ size_t ResponseChannel::queued_bytes() const {
 void ResponseChannel::release() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (phase_ == Phase::kFinished || is_disconnected()) return;
+    if (phase_ == Phase::kFinished || is_disconnected() || is_aborted_) return;
     if (phase_ == Phase::kStreaming) {
-      if (!is_aborted_) {
-        is_aborted_ = true;
-        post_wakeup_locked();
-      }
+      // What was written goes out; then the connection closes without the
+      // terminating chunk, so the client sees a truncated body.
+      phase_ = Phase::kFinished;
+      keep_alive_ = false;
+      post_wakeup_locked();
       return;
     }
   }

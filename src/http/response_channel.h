@@ -53,14 +53,15 @@ class ResponseChannel {
   bool is_disconnected() const { return is_disconnected_.load(std::memory_order_acquire); }
   size_t queued_bytes() const;
   // The last handle is gone (or its handler threw): an unanswered request
-  // gets 500, an unfinished stream is aborted.
+  // gets 500; an unfinished stream is written out as far as it got and its
+  // connection closed without the terminating chunk.
   void release();
 
   // ---- connection side (the I/O thread) ----
   struct Batch {
     std::vector<std::string> buffers;
     bool is_complete = false;  // every byte of the response is in this or an earlier batch
-    bool is_aborted = false;   // close the connection (stream abandoned, queue overflow)
+    bool is_aborted = false;   // close the connection now (write queue overflow)
     bool keep_alive = false;   // what the response head promised
   };
   Batch take();
