@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
 #include <cstring>
 
@@ -247,8 +248,9 @@ void Connection::on_head() {
   }
   request_.path_param = std::move(m.path_param);
   handler_ = m.handler;
+  run_on_ = m.run_on;
   if (!is_body_pending) {
-    dispatch(handler_);
+    dispatch();
     return;
   }
   phase_ = Phase::kBody;
@@ -268,10 +270,10 @@ void Connection::on_head() {
 
 void Connection::on_body_complete() {
   chunked_.reset();
-  dispatch(handler_);
+  dispatch();
 }
 
-void Connection::dispatch(const Handler* handler) {
+void Connection::dispatch() {
   phase_ = Phase::kHandling;
   clear_deadline();
   const ResponseContext context{request_.version_minor, request_.method == "HEAD",
@@ -281,13 +283,18 @@ void Connection::dispatch(const Handler* handler) {
   is_response_complete_ = false;
   core_->counters.num_requests.fetch_add(1, std::memory_order_relaxed);
   core_->counters.num_active_requests.fetch_add(1, std::memory_order_relaxed);
-  std::shared_ptr<ResponseChannel> channel = channel_;
-  HttpRequest request = std::move(request_);
+  auto run = [handler = handler_, channel = channel_, request = std::move(request_)]() mutable {
+    try {
+      (*handler)(std::move(request), std::make_shared<HttpResponse>(channel));
+    } catch (...) {
+      channel->release();  // 500 unless it answered; an open stream is cut
+    }
+  };
   request_ = HttpRequest{};
-  try {
-    (*handler)(std::move(request), std::make_shared<HttpResponse>(channel));
-  } catch (...) {
-    channel->release();  // 500 unless it answered; an open stream is aborted
+  if (run_on_ == RunOn::kWorker && core_->worker_pool != nullptr) {
+    asio::post(*core_->worker_pool, std::move(run));
+  } else {
+    run();
   }
 }
 
@@ -408,6 +415,7 @@ void Connection::begin_next_request() {
   request_ = HttpRequest{};
   head_ = RequestHead{};
   handler_ = nullptr;
+  run_on_ = RunOn::kIoThread;
   is_read_paused_ = false;
   is_response_complete_ = false;
   if (in_.empty()) {

@@ -69,7 +69,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void process();
   void on_head();
   void on_body_complete();
-  void dispatch(const Handler* handler);
+  void dispatch();
   // ---- answering ----
   void reply(HttpReply reply, bool close);
   void reply_error(const HttpError& error, bool close);
@@ -105,6 +105,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   HttpRequest request_;
   RequestHead head_;
   const Handler* handler_ = nullptr;
+  RunOn run_on_ = RunOn::kIoThread;
   std::optional<ChunkedDecoder> chunked_;
   uint64_t body_remaining_ = 0;
   size_t linger_discarded_ = 0;

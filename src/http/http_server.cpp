@@ -5,6 +5,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <cerrno>
 #include <cstring>
 #include <future>
@@ -30,6 +31,9 @@ constexpr auto kStopGrace = std::chrono::seconds(2);
 Status validate(const HttpServerOptions& o) {
   if (o.num_io_threads < 1 || o.num_io_threads > 256) {
     return invalid_argument("http: num_io_threads must be in [1, 256]");
+  }
+  if (o.num_worker_threads < 0 || o.num_worker_threads > 1024) {
+    return invalid_argument("http: num_worker_threads must be in [0, 1024]");
   }
   if (o.max_connections < 1) return invalid_argument("http: max_connections must be >= 1");
   if (o.max_header_bytes < 256) return invalid_argument("http: max_header_bytes must be >= 256");
@@ -103,6 +107,14 @@ class HttpServer::Impl {
                  "\r\nContent-Type: " + r.content_type +
                  "\r\nContent-Length: " + std::to_string(r.body.size()) +
                  "\r\nConnection: close\r\nRetry-After: 1\r\n\r\n" + r.body;
+    }
+    if (core_->router.has_worker_routes()) {
+      if (core_->options.num_worker_threads < 1) {
+        return invalid_argument("http: routes run on workers but num_worker_threads is 0");
+      }
+      worker_pool_ = std::make_unique<asio::thread_pool>(
+          static_cast<size_t>(core_->options.num_worker_threads));
+      core_->worker_pool = worker_pool_.get();
     }
     accept_pause_.emplace(workers_[0]->ioc);
     asio::post(workers_[0]->ioc, [this] { do_accept(); });
@@ -198,13 +210,18 @@ class HttpServer::Impl {
     return false;
   }
 
-  // Joins the I/O threads (once), then detaches the posters so response
-  // handles that outlive the server never reach a dead io_context.
+  // Joins the I/O threads and the worker pool (once), then detaches the
+  // posters so response handles that outlive the server never reach a dead
+  // io_context.
   void join() {
     for (auto& w : workers_) {
       if (w->thread.joinable() && w->thread.get_id() != std::this_thread::get_id()) {
         w->thread.join();
       }
+    }
+    if (worker_pool_) {
+      worker_pool_->stop();  // queued handlers are dropped, running ones finish
+      worker_pool_->join();
     }
     for (auto& w : workers_) w->poster->detach();
   }
@@ -272,6 +289,7 @@ class HttpServer::Impl {
 
   std::shared_ptr<ServerCore> core_;
   std::vector<std::unique_ptr<IoWorker>> workers_;
+  std::unique_ptr<asio::thread_pool> worker_pool_;
   std::mutex mu_;  // bind/start/stop_accepting/stop
   std::optional<tcp::acceptor> acceptor_;
   std::optional<asio::steady_timer> accept_pause_;

@@ -56,6 +56,9 @@ struct HttpServerOptions {
   // I/O threads. 2 suits this 2-core machine; past the core count it only
   // adds context switches.
   int num_io_threads = 2;
+  // Threads for routes added with RunOn::kWorker (none are started when no
+  // route uses them).
+  int num_worker_threads = 2;
   // Open connections (lingering ones included). Beyond it a new connection
   // gets 503 and is closed. Keep it under RLIMIT_NOFILE (see
   // raise_open_file_limit()); accept() failing with EMFILE pauses accepting
@@ -140,8 +143,9 @@ class HttpServer {
   // requests finish; each then gets Connection: close.
   void stop_accepting();
   // Closes every connection (handlers of unfinished requests see a
-  // disconnect), stops and joins the I/O threads. Returns within about a
-  // second unless a handler blocks its I/O thread.
+  // disconnect), stops and joins the I/O threads, then the worker threads
+  // (queued worker handlers are dropped; running ones are waited for).
+  // Returns within about two seconds unless a handler blocks.
   void stop();
 
   HttpServerStats stats() const;

@@ -4,14 +4,21 @@
 
 namespace strata::http {
 
-void Router::add(std::string method, std::string path, Handler handler) {
+void Router::add(std::string method, std::string path, Handler handler, RunOn run_on) {
   assert(!path.empty() && path.front() == '/');
-  routes_.push_back(Route{std::move(method), std::move(path), false, std::move(handler)});
+  routes_.push_back(Route{std::move(method), std::move(path), false, std::move(handler), run_on});
 }
 
-void Router::add_prefix(std::string method, std::string prefix, Handler handler) {
+void Router::add_prefix(std::string method, std::string prefix, Handler handler, RunOn run_on) {
   assert(!prefix.empty() && prefix.front() == '/');
-  routes_.push_back(Route{std::move(method), std::move(prefix), true, std::move(handler)});
+  routes_.push_back(Route{std::move(method), std::move(prefix), true, std::move(handler), run_on});
+}
+
+bool Router::has_worker_routes() const {
+  for (const Route& r : routes_) {
+    if (r.run_on == RunOn::kWorker) return true;
+  }
+  return false;
 }
 
 Router::Match Router::find(std::string_view method, std::string_view path) const {
@@ -54,6 +61,7 @@ Router::Match Router::find(std::string_view method, std::string_view path) const
   }
   m.outcome = Outcome::kFound;
   m.handler = &found->handler;
+  m.run_on = found->run_on;
   m.allow.clear();
   return m;
 }

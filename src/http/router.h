@@ -24,10 +24,21 @@ namespace strata::http {
 class HttpResponse;
 using ResponsePtr = std::shared_ptr<HttpResponse>;
 
-// Runs on an I/O thread and must not block: a handler that waits (for the
-// engine, a file, another service) returns at once and completes `response`
-// later from any thread. The request is the handler's to keep or move.
+// The request is the handler's to keep or move; `response` may be answered
+// now or later, from any thread.
 using Handler = std::function<void(HttpRequest request, ResponsePtr response)>;
+
+// Where a route's handler runs.
+enum class RunOn {
+  // The connection's I/O thread: the handler must not block (it stalls
+  // every connection of that thread). One that waits for the engine or
+  // another service returns at once and answers later from elsewhere.
+  kIoThread,
+  // One of the server's worker threads (HttpServerOptions::
+  // num_worker_threads): for handlers that compute or block for a while
+  // (tokenizing a 1 MB body). The client's disconnect is still seen.
+  kWorker,
+};
 
 class Router {
  public:
@@ -35,16 +46,19 @@ class Router {
   struct Match {
     Outcome outcome = Outcome::kNotFound;
     const Handler* handler = nullptr;  // when kFound; owned by the Router
-    std::string path_param;            // decoded remainder of a prefix route
-    std::string allow;                 // when kMethodNotAllowed: "GET, HEAD"
+    RunOn run_on = RunOn::kIoThread;
+    std::string path_param;  // decoded remainder of a prefix route
+    std::string allow;       // when kMethodNotAllowed: "GET, HEAD"
   };
 
   // `method` is case-sensitive ("GET"); `path` starts with '/'.
-  void add(std::string method, std::string path, Handler handler);
+  void add(std::string method, std::string path, Handler handler, RunOn run_on = RunOn::kIoThread);
   // Matches every path that starts with `prefix` and has a non-empty rest.
-  void add_prefix(std::string method, std::string prefix, Handler handler);
+  void add_prefix(std::string method, std::string prefix, Handler handler,
+                  RunOn run_on = RunOn::kIoThread);
 
   Match find(std::string_view method, std::string_view path) const;
+  bool has_worker_routes() const;
 
  private:
   struct Route {
@@ -52,6 +66,7 @@ class Router {
     std::string path;  // exact path or prefix
     bool is_prefix = false;
     Handler handler;
+    RunOn run_on = RunOn::kIoThread;
   };
   std::vector<Route> routes_;
 };

@@ -16,6 +16,7 @@
 
 namespace boost::asio {
 class io_context;
+class thread_pool;
 }  // namespace boost::asio
 
 namespace strata::http::detail {
@@ -55,6 +56,8 @@ struct ServerCore {
   const Router router;
   std::atomic<bool> is_draining{false};
   ServerCounters counters;
+  // Runs RunOn::kWorker handlers; set once before the I/O threads start.
+  boost::asio::thread_pool* worker_pool = nullptr;
 
   // The transport's own response for `error` (options.error_formatter or
   // the plain-text default).

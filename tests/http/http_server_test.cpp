@@ -536,6 +536,26 @@ TEST(HttpServerTest, LargeResponseToASlowReader) {
   EXPECT_EQ(r->body.size(), size_t{8} << 20);
 }
 
+TEST(HttpServerTest, WorkerRoutesDoNotBlockTheIoThread) {
+  HttpServerOptions o = TestServer::options();
+  o.num_io_threads = 1;
+  TestServer s(o);
+  RawClient busy(s.port());
+  ASSERT_TRUE(busy.send_all("GET /compute?ms=1500 HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_TRUE(wait_until([&] { return s.stats().num_requests == 1; }, 2000ms));
+  // The only I/O thread is free while the worker blocks.
+  expect_canary(s.port(), 1000ms);
+  std::optional<RawResponse> r = busy.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, "computed");
+  // A client gone while its worker handler blocks is seen.
+  RawClient gone(s.port());
+  ASSERT_TRUE(gone.send_all("GET /compute?ms=300 HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_TRUE(wait_until([&] { return s.stats().num_requests == 3; }, 2000ms));
+  gone.close();
+  EXPECT_TRUE(wait_until([&] { return s.num_worker_saw_disconnect() == 1; }, 3000ms));
+}
+
 // ---------------------------------------------------------------- disconnects
 
 TEST(HttpServerTest, DisconnectOfANonStreamingRequestIsSeenAtOnce) {
@@ -807,6 +827,15 @@ TEST(HttpServerTest, BadOptionsAreRefusedByBind) {
   o.host = "not a host name";
   HttpServer b(o, Router{});
   EXPECT_FALSE(b.bind().is_ok());
+  // Worker routes need worker threads.
+  o = TestServer::options();
+  o.num_worker_threads = 0;
+  Router r;
+  r.add(
+      "GET", "/w", [](HttpRequest, ResponsePtr) {}, RunOn::kWorker);
+  HttpServer c(o, std::move(r));
+  ASSERT_TRUE(c.bind().is_ok());
+  EXPECT_FALSE(c.start().is_ok());
 }
 
 TEST(HttpServerTest, StopAcceptingDrainsIdleConnectionsAndFinishesInFlightOnes) {

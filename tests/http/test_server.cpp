@@ -190,6 +190,14 @@ Router TestServer::routes() {
   r.add("GET", "/bad-header", [](HttpRequest, ResponsePtr res) {
     res->send(200, "text/plain", "x", {{"X-Bad", "a\r\nInjected: yes"}});
   });
+  r.add(
+      "GET", "/compute",
+      [this](HttpRequest req, ResponsePtr res) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(query_int(req, "ms", 0)));
+        if (res->is_disconnected()) num_worker_saw_disconnect_.fetch_add(1);
+        res->send(200, "text/plain", "computed");
+      },
+      RunOn::kWorker);
   r.add_prefix("GET", "/v1/models/", [](HttpRequest req, ResponsePtr res) {
     res->send(200, "text/plain", req.path_param);
   });

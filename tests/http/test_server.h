@@ -18,6 +18,7 @@
 //   GET  /abandon           SSE: one event, then the handle is dropped
 //   GET  /bad-header        answers with a header value holding CR LF
 //   GET  /v1/models/{id}    200 with the decoded id
+//   GET  /compute?ms=N      on a worker thread: blocks N ms, then 200 "computed"
 #pragma once
 
 #include <atomic>
@@ -75,6 +76,8 @@ class TestServer {
   // /flood: write() calls that succeeded, and whether one failed.
   int64_t flood_frames() const { return flood_frames_.load(); }
   bool is_flood_refused() const { return is_flood_refused_.load(); }
+  // /compute handlers that found their client gone after blocking.
+  int num_worker_saw_disconnect() const { return num_worker_saw_disconnect_.load(); }
   // Responses of /hang and /sse-hang, kept until the server stops.
   void release_hanging();
 
@@ -91,6 +94,7 @@ class TestServer {
   std::atomic<int> num_hanging_{0};
   std::atomic<int64_t> flood_frames_{0};
   std::atomic<bool> is_flood_refused_{false};
+  std::atomic<int> num_worker_saw_disconnect_{0};
   std::mutex mu_;
   std::vector<ResponsePtr> hanging_;
 };
