@@ -244,29 +244,33 @@ class Load {
   Load(uint16_t port, int num_connections, bool is_sse)
       : request_(is_sse ? "GET /sse HTTP/1.1\r\nHost: b\r\n\r\n"
                         : "GET /trivial HTTP/1.1\r\nHost: b\r\n\r\n"),
-        is_sse_(is_sse) {
+        is_sse_(is_sse),
+        port_(port) {
     epfd_ = epoll_create1(0);
-    for (int i = 0; i < num_connections; ++i) {
-      Conn c;
-      c.fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_port = htons(port);
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      if (::connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-        std::perror("connect");
-        std::exit(1);
-      }
-      const int one = 1;
-      ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      conns_.push_back(std::move(c));
+    conns_.resize(static_cast<size_t>(num_connections));
+    for (size_t i = 0; i < conns_.size(); ++i) connect_one(i);
+  }
+
+  // (Re)opens connection i and registers it.
+  void connect_one(size_t i) {
+    Conn& c = conns_[i];
+    if (c.fd >= 0) ::close(c.fd);
+    c.in.clear();
+    c.fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port_);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      std::perror("bench_http: connect");
+      std::exit(1);
     }
-    for (size_t i = 0; i < conns_.size(); ++i) {
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.u64 = i;
-      epoll_ctl(epfd_, EPOLL_CTL_ADD, conns_[i].fd, &ev);
-    }
+    const int one = 1;
+    ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = i;
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, c.fd, &ev);
   }
   ~Load() {
     for (Conn& c : conns_) ::close(c.fd);
@@ -287,16 +291,24 @@ class Load {
     while (Clock::now() < end) {
       const int n = epoll_wait(epfd_, events.data(), static_cast<int>(events.size()), 100);
       for (int k = 0; k < n; ++k) {
-        Conn& c = conns_[events[k].data.u64];
+        const size_t i = events[k].data.u64;
+        Conn& c = conns_[i];
+        bool is_lost = false;
         for (;;) {
           const ssize_t got = ::recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
           if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
           if (got <= 0) {
-            ++errors;
-            std::fprintf(stderr, "bench_http: connection lost\n");
-            std::exit(1);
+            is_lost = true;
+            break;
           }
           c.in.append(buf, static_cast<size_t>(got));
+        }
+        if (is_lost) {
+          // The server closed or reset it: counted, reopened, resent.
+          ++errors;
+          connect_one(i);
+          send_request(c);
+          continue;
         }
         if (is_complete(c)) {
           const Clock::time_point now = Clock::now();
@@ -309,7 +321,6 @@ class Load {
         }
       }
     }
-    // Let in-flight responses finish so the connections close cleanly.
     LoadResult r;
     std::sort(latencies_ms.begin(), latencies_ms.end());
     r.requests_per_s = static_cast<double>(latencies_ms.size()) / seconds;
@@ -351,6 +362,7 @@ class Load {
 
   const std::string request_;
   const bool is_sse_;
+  const uint16_t port_;
   int epfd_ = -1;
   std::vector<Conn> conns_;
 };
@@ -388,8 +400,8 @@ int main(int argc, char** argv) {
 
   std::printf("bench_http: %s, %u hardware threads; %.1f s per case, SSE %d events\n",
               cpu_name().c_str(), std::thread::hardware_concurrency(), seconds, frames);
-  std::printf("%-8s %-8s %6s %12s %12s %10s %10s\n", "front", "handler", "conns", "req/s",
-              "events/s", "p50 ms", "p99 ms");
+  std::printf("%-8s %-8s %6s %12s %12s %10s %10s %8s\n", "front", "handler", "conns", "req/s",
+              "events/s", "p50 ms", "p99 ms", "errors");
   for (const std::string& front_name : fronts) {
     for (const bool is_sse : {false, true}) {
       for (const int n : connections) {
@@ -413,9 +425,10 @@ int main(int argc, char** argv) {
           Load load(front->port(), n, is_sse);
           r = load.run(0.5, seconds);
         }
-        std::printf("%-8s %-8s %6d %12.0f %12.0f %10.2f %10.2f\n", front_name.c_str(),
+        std::printf("%-8s %-8s %6d %12.0f %12.0f %10.2f %10.2f %8lld\n", front_name.c_str(),
                     is_sse ? "sse" : "trivial", n, r.requests_per_s,
-                    is_sse ? r.requests_per_s * frames : 0.0, r.p50_ms, r.p99_ms);
+                    is_sse ? r.requests_per_s * frames : 0.0, r.p50_ms, r.p99_ms,
+                    static_cast<long long>(r.num_errors));
         std::fflush(stdout);
       }
     }

@@ -99,6 +99,9 @@ class HttpServer::Impl {
     std::lock_guard<std::mutex> lock(mu_);
     if (!acceptor_) return invalid_argument("http: start() before a successful bind()");
     if (is_started_ || is_stopped_) return invalid_argument("http: start() called twice");
+    if (core_->router.has_worker_routes() && core_->options.num_worker_threads < 1) {
+      return invalid_argument("http: routes run on workers but num_worker_threads is 0");
+    }
     is_started_ = true;
     // The 503 for connections past max_connections, formatted once.
     {
@@ -109,9 +112,6 @@ class HttpServer::Impl {
                  "\r\nConnection: close\r\nRetry-After: 1\r\n\r\n" + r.body;
     }
     if (core_->router.has_worker_routes()) {
-      if (core_->options.num_worker_threads < 1) {
-        return invalid_argument("http: routes run on workers but num_worker_threads is 0");
-      }
       worker_pool_ = std::make_unique<asio::thread_pool>(
           static_cast<size_t>(core_->options.num_worker_threads));
       core_->worker_pool = worker_pool_.get();
