@@ -19,7 +19,10 @@ using tcp = asio::ip::tcp;
 
 constexpr size_t kHeadReadBytes = size_t{16} << 10;
 constexpr size_t kBodyReadBytes = size_t{64} << 10;
-constexpr size_t kScratchBytes = 4096;
+// Heads, pipelined bytes and lingering input are read into a stack buffer
+// and copied, so the receive buffer holds only what arrived; bodies are
+// read straight into it.
+constexpr size_t kScratchBytes = size_t{16} << 10;
 // Reads per wake-up before yielding to the thread's other connections.
 constexpr int kMaxReadsPerWakeup = 16;
 // A body buffer is reserved up front only this far; beyond, it grows.
@@ -104,10 +107,8 @@ void Connection::on_readable(const boost::system::error_code& ec) {
     if (phase_ == Phase::kClosed || is_read_paused_ || is_peer_eof_) break;
     const size_t room = read_room();
     if (room == 0) break;  // resumed when the pending response completes
-    // With no receive buffer yet (an idle connection), read into a scratch
-    // buffer first: most wake-ups of a waiting connection bring nothing.
     char scratch[kScratchBytes];
-    const bool use_scratch = phase_ == Phase::kLingering || in_.capacity() == 0;
+    const bool use_scratch = phase_ != Phase::kBody;
     char* dst = use_scratch ? scratch : in_.prepare(room);
     const size_t want = use_scratch ? std::min(room, kScratchBytes) : room;
     boost::system::error_code rec;
