@@ -16,10 +16,11 @@
 // HttpServerOptions::max_write_queue_bytes and write_timeout).
 //
 // Disconnect: when the client closes or resets the connection before the
-// response is complete (streaming or not: the server keeps reading while
-// the handler runs), when a stalled reader times out, or when the server
-// stops, is_disconnected() turns true and the callbacks registered with
-// on_disconnect() run once, on the connection's I/O thread. Use them to
+// handler has answered in full (send(), or finish() of a stream; streaming
+// or not: the server keeps reading while the handler runs), when a stalled
+// reader times out, or when the server stops, is_disconnected() turns true
+// and the callbacks registered with on_disconnect() run once, on the
+// connection's I/O thread. Use them to
 // abort the work behind the request; they must not block. A callback
 // registered after the fact runs at once, on the caller's thread. The
 // callbacks are dropped (never run) once the response completes.
