@@ -101,10 +101,13 @@ struct HttpServerOptions {
   // Runs on the I/O thread when a head has been parsed, before routing and
   // before any body is read (auth goes here). A reply is sent instead of
   // calling the handler (the connection is closed if a body was pending).
-  // Must not block. Empty = every request passes.
+  // Must not block; runs on every I/O thread at once, so it must be
+  // thread-safe. Empty = every request passes.
   std::function<std::optional<HttpReply>(const HttpRequest&)> head_hook;
   // Formats the body of every response the transport sends itself (400,
-  // 404, 405, 408, 413, 417, 431, 500, 503, 505). Empty = a plain-text
+  // 404, 405, 408, 413, 417, 431, 500, 503, 505). Called from the I/O
+  // threads and from whichever thread drops an unanswered response: it must
+  // be thread-safe (a pure function). Empty = a plain-text
   // "<status> <reason>: <message>" body.
   std::function<HttpReply(const HttpError&)> error_formatter;
 };
