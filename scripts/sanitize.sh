@@ -5,9 +5,9 @@
 #                                             every ctest test but the ISA check of
 #                                             the release binary (make check)
 #   scripts/sanitize.sh thread [BUILD_DIR]    TSan over the threaded parts: the thread
-#                                             pool, the engine loop and inbox, the KV
-#                                             loader and tier writer, the server's
-#                                             streams and watchdog (make check-tsan)
+#                                             pool, the HTTP transport, the engine loop
+#                                             and inbox, the KV loader and tier writer,
+#                                             and the server end to end (make check-tsan)
 #
 # Any sanitizer report fails the run (halt_on_error / exitcode); TSan reads
 # its suppressions, third-party code only, from tsan.supp. Prints each stage's
@@ -30,7 +30,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTRATA_SANITIZE
 if [ "$mode" = address ]; then
   cmake --build "$build" -j "$jobs"
 else
-  cmake --build "$build" -j "$jobs" --target strata strata-mkmodel test_util test_engine test_kvtier
+  cmake --build "$build" -j "$jobs" --target strata strata-mkmodel test_util test_engine test_kvtier test_http
 fi
 stage build "$t"
 
@@ -50,7 +50,7 @@ else
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tsan.supp"
   # Every test of the threaded libraries, then the server end to end (its
   # HTTP threads, streams, watchdog and the engine thread in one process).
-  for t in test_util test_engine test_kvtier; do
+  for t in test_util test_http test_engine test_kvtier; do
     (cd "$root" && "$build/$t" --gtest_brief=1)
   done
   ctest --output-on-failure -R '^server_e2e$'
