@@ -24,8 +24,8 @@
 #include "kernels/dispatch.h"
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
-#include "kernels/packed_weight.h"
 #include "kernels/ops.h"
+#include "kernels/packed_weight.h"
 #include "kernels/quant.h"
 
 namespace strata {
@@ -147,7 +147,8 @@ void BM_ModelStep(benchmark::State& state) {
         matmul(as_loaded ? (*w)->view : (*w)->gguf_view, x.data(), n, y.data(), pool());
       }
     }
-    matmul(as_loaded ? out->view : out->gguf_view, x.data(), 1, logits.data(), pool());  // logits for the last token only
+    matmul(as_loaded ? out->view : out->gguf_view, x.data(), 1, logits.data(),
+           pool());  // logits for the last token only
     benchmark::DoNotOptimize(logits.data());
   }
   const double iters = static_cast<double>(state.iterations());

@@ -45,7 +45,7 @@ struct GenerateOptions {
   float min_p = 0.05f;
   float repetition_penalty = 1.0f;
   uint64_t seed = 0;
-  int32_t num_threads = 0;  // 0 = hardware concurrency
+  int32_t num_threads = 0;     // 0 = hardware concurrency
   int32_t context_tokens = 0;  // 0 = the model's context length
   bool ignore_eos = false;
 };

@@ -8,9 +8,9 @@
 #include "cli/commands.h"
 #include "cli/single_sequence.h"
 #include "model/model_weights.h"
+#include "sampler/sampler.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/tokenizer.h"
-#include "sampler/sampler.h"
 
 namespace strata::cli {
 namespace {
@@ -45,7 +45,8 @@ int run_generate(const GenerateOptions& opt) {
     return fail(out_of_range("the prompt is " + std::to_string(prompt.size()) +
                              " tokens but the context holds " + std::to_string(ctx) +
                              " (shorten the prompt or raise --ctx-size; the model was trained "
-                             "for " + std::to_string(config.context_length) + ")"));
+                             "for " +
+                             std::to_string(config.context_length) + ")"));
   }
 
   Result<std::unique_ptr<SingleSequence>> seq =
@@ -72,7 +73,8 @@ int run_generate(const GenerateOptions& opt) {
 
   SamplerWorkspace workspace(static_cast<int32_t>(config.vocab_size));
   IncrementalDetokenizer detok(tok);
-  const int64_t budget = std::min<int64_t>(opt.max_tokens, ctx - static_cast<int64_t>(prompt.size()));
+  const int64_t budget =
+      std::min<int64_t>(opt.max_tokens, ctx - static_cast<int64_t>(prompt.size()));
   int64_t num_generated = 0;
   const char* finish = "length";
   const auto t_decode = Clock::now();
@@ -110,7 +112,8 @@ int run_tokenize(const TokenizeOptions& opt) {
   if (!file) return fail(file.status());
   Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::from_gguf(*file);
   if (!tokenizer) return fail(tokenizer.status());
-  const std::vector<int32_t> ids = (*tokenizer)->encode(opt.text, opt.add_special, opt.parse_special);
+  const std::vector<int32_t> ids =
+      (*tokenizer)->encode(opt.text, opt.add_special, opt.parse_special);
   if (opt.ids_only) {
     std::string line = "[";
     for (size_t i = 0; i < ids.size(); ++i) {

@@ -99,7 +99,8 @@ int run_inspect(const InspectOptions& opt) {
               static_cast<unsigned long long>(f.data_offset()));
   std::printf("\nmetadata (%zu keys):\n", f.metadata().size());
   for (const auto& [key, value] : f.metadata()) {
-    std::printf("  %-44s %s\n", key.c_str(), value_to_string(value, opt.show_all_array_elements).c_str());
+    std::printf("  %-44s %s\n", key.c_str(),
+                value_to_string(value, opt.show_all_array_elements).c_str());
   }
   uint64_t total_bytes = 0;
   int64_t total_params = 0;

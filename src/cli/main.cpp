@@ -1,6 +1,5 @@
 // strata: command-line entry point. Only this file reads flags.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -31,20 +30,26 @@ int main(int argc, char** argv) {
   gen_cmd->add_option("-m,--model", gen.model_path, "GGUF file (default: the bundled model)");
   gen_cmd->add_option("-p,--prompt", gen.prompt, "Prompt text")->required();
   gen_cmd->add_option("-n,--max-tokens", gen.max_tokens, "Tokens to generate")
-      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   gen_cmd->add_option("--temperature", gen.temperature, "0 = greedy")
-      ->capture_default_str()->check(CLI::Range(0.0f, 100.0f));
-  gen_cmd->add_option("--top-k", gen.top_k, "0 = off")->capture_default_str()
+      ->capture_default_str()
+      ->check(CLI::Range(0.0f, 100.0f));
+  gen_cmd->add_option("--top-k", gen.top_k, "0 = off")
+      ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   gen_cmd->add_option("--top-p", gen.top_p)->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
   gen_cmd->add_option("--min-p", gen.min_p)->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
-  gen_cmd->add_option("--repetition-penalty", gen.repetition_penalty)->capture_default_str()
+  gen_cmd->add_option("--repetition-penalty", gen.repetition_penalty)
+      ->capture_default_str()
       ->check(CLI::Range(0.01f, 100.0f));
   gen_cmd->add_option("--seed", gen.seed)->capture_default_str();
-  gen_cmd->add_option("-t,--threads", gen.num_threads, "0 = all cores")->capture_default_str()
+  gen_cmd->add_option("-t,--threads", gen.num_threads, "0 = all cores")
+      ->capture_default_str()
       ->check(CLI::Range(0, 1024));
   gen_cmd->add_option("-c,--ctx-size", gen.context_tokens, "0 = the model's context length")
-      ->capture_default_str()->check(CLI::Range(0, 1 << 24));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 24));
   gen_cmd->add_flag("--ignore-eos", gen.ignore_eos, "Keep generating past end-of-sequence");
 
   auto* bench_cmd = app.add_subcommand("bench", "Benchmarks");
@@ -53,33 +58,44 @@ int main(int argc, char** argv) {
   auto* bf_cmd = bench_cmd->add_subcommand(
       "forward", "Single-stream prefill and decode speed (like llama-bench pp/tg)");
   bf_cmd->add_option("-m,--model", bf.model_path, "GGUF file (default: the bundled model)");
-  bf_cmd->add_option("--prompt", bf.prompt_tokens, "Prompt tokens")->capture_default_str()
+  bf_cmd->add_option("--prompt", bf.prompt_tokens, "Prompt tokens")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  bf_cmd->add_option("--gen", bf.gen_tokens, "Decoded tokens")->capture_default_str()
+  bf_cmd->add_option("--gen", bf.gen_tokens, "Decoded tokens")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  bf_cmd->add_option("-t,--threads", bf.num_threads, "0 = all cores")->capture_default_str()
+  bf_cmd->add_option("-t,--threads", bf.num_threads, "0 = all cores")
+      ->capture_default_str()
       ->check(CLI::Range(0, 1024));
   bf_cmd->add_option("--reps", bf.reps, "Repetitions (the median is reported)")
-      ->capture_default_str()->check(CLI::Range(1, 1000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   bf_cmd->add_flag("--json", bf.json, "One JSON line instead of a table");
 
   strata::cli::BenchThroughputOptions bt;
   auto* bt_cmd = bench_cmd->add_subcommand(
       "throughput", "Offline serving throughput: requests/s and tokens/s through the engine");
   bt_cmd->add_option("-m,--model", bt.model_path, "GGUF file (default: the bundled model)");
-  bt_cmd->add_option("--num-prompts", bt.num_prompts)->capture_default_str()
+  bt_cmd->add_option("--num-prompts", bt.num_prompts)
+      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   bt_cmd->add_option("--input-len", bt.input_len, "Unique prompt tokens per request")
-      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  bt_cmd->add_option("--output-len", bt.output_len)->capture_default_str()
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  bt_cmd->add_option("--output-len", bt.output_len)
+      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   bt_cmd->add_option("--prefix-len", bt.prefix_len, "Prompt tokens shared by every request")
-      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   bt_cmd->add_option("--max-concurrency", bt.max_concurrency, "Requests in flight; 0 = all")
-      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
-  bt_cmd->add_option("--random-range-ratio", bt.random_range_ratio,
-                     "Input lengths uniform in input-len * [1 - r, 1 + r]")
-      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  bt_cmd
+      ->add_option("--random-range-ratio", bt.random_range_ratio,
+                   "Input lengths uniform in input-len * [1 - r, 1 + r]")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   bt_cmd->add_option("--seed", bt.seed)->capture_default_str();
   bt_cmd->add_flag("--json", bt.json, "One JSON line instead of a table");
   strata::cli::add_engine_flags(bt_cmd, &bt.engine);
@@ -90,33 +106,48 @@ int main(int argc, char** argv) {
   auto* serve_cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
   serve_cmd->add_option("-m,--model", serve.model_path, "GGUF file (default: the bundled model)");
   serve_cmd->add_option("--host", serve.server.host)->capture_default_str();
-  serve_cmd->add_option("--port", serve.server.port, "0 = any free port")->capture_default_str()
+  serve_cmd->add_option("--port", serve.server.port, "0 = any free port")
+      ->capture_default_str()
       ->check(CLI::Range(0, 65535));
   serve_cmd->add_option("--served-model-name", serve.served_model_name,
                         "Model id clients send (default: the file's stem)");
   serve_cmd->add_option("--api-key", serve.server.api_key, "Bearer key (default: $STRATA_API_KEY)");
-  serve_cmd->add_option("--max-queue", serve.server.max_queue,
-                        "Requests held beyond --max-num-seqs before 429")
-      ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  serve_cmd
+      ->add_option("--max-queue", serve.server.max_queue,
+                   "Requests held beyond --max-num-seqs before 429")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   serve_cmd->add_option("--max-body-bytes", serve.max_body_bytes)->capture_default_str();
   serve_cmd->add_option("--header-timeout", serve.server.header_timeout_s, "Seconds")
-      ->capture_default_str()->check(CLI::Range(1, 3600));
-  serve_cmd->add_option("--request-timeout", serve.server.request_timeout_s,
-                        "Seconds for the request body to arrive")
-      ->capture_default_str()->check(CLI::Range(1, 3600));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  serve_cmd
+      ->add_option("--request-timeout", serve.server.request_timeout_s,
+                   "Seconds for the request body to arrive")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
   serve_cmd->add_option("--idle-timeout", serve.server.idle_timeout_s, "Keep-alive seconds")
-      ->capture_default_str()->check(CLI::Range(1, 3600));
-  serve_cmd->add_option("--write-timeout", serve.server.write_timeout_s, "Seconds a write may block")
-      ->capture_default_str()->check(CLI::Range(1, 3600));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  serve_cmd
+      ->add_option("--write-timeout", serve.server.write_timeout_s, "Seconds a write may block")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
   serve_cmd->add_option("--max-n", serve.server.limits.max_n, "Most choices per request")
-      ->capture_default_str()->check(CLI::Range(1, 256));
-  serve_cmd->add_option("--http-threads", serve.server.num_http_threads, "Connections served at once")
-      ->capture_default_str()->check(CLI::Range(4, 65536));
-  serve_cmd->add_option("--drain-timeout", serve.drain_timeout_s,
-                        "Seconds in-flight requests get after SIGTERM")
-      ->capture_default_str()->check(CLI::Range(0, 3600));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  serve_cmd
+      ->add_option("--http-threads", serve.server.num_http_threads, "Connections served at once")
+      ->capture_default_str()
+      ->check(CLI::Range(4, 65536));
+  serve_cmd
+      ->add_option("--drain-timeout", serve.drain_timeout_s,
+                   "Seconds in-flight requests get after SIGTERM")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600));
   serve_cmd->add_option("--log-interval", serve.server.log_interval_s, "Seconds; 0 = off")
-      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   strata::cli::add_engine_flags(serve_cmd, &serve.engine);
 
   CLI11_PARSE(app, argc, argv);

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -17,8 +16,8 @@
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "model/model_weights.h"
-#include "tokenizer/tokenizer.h"
 #include "server/openai_server.h"
+#include "tokenizer/tokenizer.h"
 
 namespace strata::cli {
 namespace {

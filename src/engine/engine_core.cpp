@@ -30,7 +30,9 @@ EngineCore::EngineCore(const ModelWeights& weights, const Tokenizer& tokenizer,
       metrics_(metrics),
       clock_(clock != nullptr ? clock : &steady_clock_) {}
 
-EngineCore::~EngineCore() { connector_.reset(); }
+EngineCore::~EngineCore() {
+  connector_.reset();
+}
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weights,
                                                        const Tokenizer& tokenizer,
@@ -55,24 +57,25 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
       KvStorage::create_for_budget(config, options.block_size, options.kv_cache_memory_bytes));
   c.kv_storage_ = std::make_unique<KvStorage>(std::move(storage));
   c.pool_ = std::make_unique<ThreadPool>(
-      options.num_threads > 0 ? options.num_threads
-                              : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())));
+      options.num_threads > 0
+          ? options.num_threads
+          : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())));
   c.runner_ = std::make_unique<ModelRunner>(weights, *c.kv_storage_, *c.pool_,
                                             options.max_num_batched_tokens);
   const KvCacheOptions kv_options = options.kv_cache_options(
       static_cast<int32_t>(std::min<int64_t>(c.kv_storage_->num_blocks(), int64_t{1} << 30)));
   STRATA_RETURN_IF_ERROR(kv_options.validate());
   c.kv_cache_ = std::make_unique<KvCacheManager>(kv_options);
-  c.limits_ = RequestLimits{c.vocab_size_, c.max_model_len_, options.block_size,
-                           c.kv_cache_->num_blocks()};
+  c.limits_ =
+      RequestLimits{c.vocab_size_, c.max_model_len_, options.block_size, c.kv_cache_->num_blocks()};
   const SchedulerOptions sched_options = options.scheduler_options(config);
   STRATA_RETURN_IF_ERROR(sched_options.validate());
   c.scheduler_ = std::make_unique<Scheduler>(sched_options, c.kv_cache_.get(), c.clock_);
   c.executor_ = std::make_unique<StepExecutor>(*c.runner_, c.vocab_size_);
   if (connector == nullptr && options.kv_tiers.enabled()) {
-    STRATA_ASSIGN_OR_RETURN(connector, TieredKvConnector::create(weights, options.block_size,
-                                                                 options.kv_tiers, nullptr,
-                                                                 metrics, c.clock_));
+    STRATA_ASSIGN_OR_RETURN(
+        connector, TieredKvConnector::create(weights, options.block_size, options.kv_tiers, nullptr,
+                                             metrics, c.clock_));
   }
   if (connector != nullptr && !options.enable_prefix_caching) {
     return invalid_argument("engine: a KV connector needs prefix caching");
@@ -116,8 +119,12 @@ void EngineCore::admit_now(GenerationRequest request, std::shared_ptr<RequestStr
   RequestId source_id = 0;
   for (int32_t i = 0; i < request.n; ++i) {
     const RequestId id = next_request_id_++;
-    ChoiceSpec c{stream,           i,          request.min_tokens,
-                 request.sampling.num_logprobs > 0, request.stop, arrival_ns,
+    ChoiceSpec c{stream,
+                 i,
+                 request.min_tokens,
+                 request.sampling.num_logprobs > 0,
+                 request.stop,
+                 arrival_ns,
                  static_cast<int64_t>(request.prompt_tokens.size()),
                  i == 0 ? num_connector_tokens : 0};
     outputs_->add_choice(id, std::move(c));

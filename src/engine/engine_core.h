@@ -42,10 +42,10 @@
 
 #include "engine/engine_options.h"
 #include "engine/generation_request.h"
-#include "engine/request_limits.h"
 #include "engine/kv_connector.h"
 #include "engine/metrics.h"
 #include "engine/output_processor.h"
+#include "engine/request_limits.h"
 #include "engine/request_stream.h"
 #include "engine/step_executor.h"
 #include "kv/kv_cache_manager.h"

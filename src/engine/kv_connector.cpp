@@ -18,8 +18,8 @@ int64_t insert_connector_kv(KvConnector& connector, const KvLoadReady& ready,
   if (num_blocks > 0 && kv_cache.take_blocks(static_cast<int32_t>(num_blocks), &ids)) {
     n = connector.load_blocks(ready.load_id, first_block, ids, storage);
     const std::span<const int32_t> all(ids);
-    kv_cache.insert_computed_blocks(all.first(static_cast<size_t>(n)), prompt_tokens,
-                                    block_hashes, first_block);
+    kv_cache.insert_computed_blocks(all.first(static_cast<size_t>(n)), prompt_tokens, block_hashes,
+                                    first_block);
     kv_cache.release_blocks(all.subspan(static_cast<size_t>(n)));
   } else {
     connector.cancel_load(ready.load_id);

@@ -7,7 +7,9 @@
 namespace strata {
 namespace {
 
-double seconds(int64_t ns) { return static_cast<double>(ns) * 1e-9; }
+double seconds(int64_t ns) {
+  return static_cast<double>(ns) * 1e-9;
+}
 
 }  // namespace
 

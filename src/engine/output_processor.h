@@ -77,7 +77,8 @@ class OutputProcessor {
   ProcessedStep process(const StepOutput& output, const ExecutedStep& executed, int64_t now_ns);
   // Sends choice `id`'s final event now (abort, admission failure) and
   // forgets it. `error` is reported for kError. Unknown ids are ignored.
-  void finish(RequestId id, FinishReason reason, int64_t now_ns, const Status& error = Status::ok());
+  void finish(RequestId id, FinishReason reason, int64_t now_ns,
+              const Status& error = Status::ok());
 
   // Final events for all `num_choices` choices of a request that never got
   // any (aborted while loading KV, or refused at admission).

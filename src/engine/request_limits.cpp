@@ -9,8 +9,7 @@ Status RequestLimits::check(const GenerationRequest& request) const {
   for (int32_t id : request.prompt_tokens) {
     if (id < 0 || id >= vocab_size) {
       return invalid_argument("request: prompt token id " + std::to_string(id) +
-                              " is outside the vocabulary [0, " + std::to_string(vocab_size) +
-                              ")");
+                              " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
     }
   }
   if (request.n < 1 || request.n > 256) return invalid_argument("request: n must be in [1, 256]");

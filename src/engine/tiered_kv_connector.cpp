@@ -45,14 +45,16 @@ Result<std::unique_ptr<TieredKvConnector>> TieredKvConnector::create(
     std::unique_ptr<KvTierManager> tiers, Metrics* metrics, const Clock* clock) {
   STRATA_RETURN_IF_ERROR(options.validate(block_size));
   const ModelConfig& config = weights.config();
-  const size_t payload_bytes = static_cast<size_t>(options.chunk_tokens) * kv_bytes_per_token(config);
+  const size_t payload_bytes =
+      static_cast<size_t>(options.chunk_tokens) * kv_bytes_per_token(config);
   if (tiers == nullptr) {
     STRATA_ASSIGN_OR_RETURN(tiers, KvTierManager::create(options, payload_bytes));
   }
   const ModelFingerprint fingerprint =
       compute_model_fingerprint(weights.file(), config, block_size, options.chunk_tokens);
-  std::unique_ptr<TieredKvConnector> c(new TieredKvConnector(
-      std::move(tiers), fingerprint, block_size, options.chunk_tokens, payload_bytes, metrics, clock));
+  std::unique_ptr<TieredKvConnector> c(new TieredKvConnector(std::move(tiers), fingerprint,
+                                                             block_size, options.chunk_tokens,
+                                                             payload_bytes, metrics, clock));
   if (metrics != nullptr) {
     KvTierManager* t = c->tiers_.get();
     metrics->set_tier_source([t] { return tier_metrics(*t); });
@@ -91,14 +93,15 @@ ChunkKey TieredKvConnector::chunk_key(std::span<const BlockHash> block_hashes,
 int64_t TieredKvConnector::start_load(const KvLoadQuery& q) {
   const int64_t num_prompt = static_cast<int64_t>(q.prompt_tokens.size());
   // Never the last prompt token: its logits are needed (as find_prefix).
-  const int64_t max_chunks = std::min<int64_t>(
-      (num_prompt - 1) / chunk_tokens_,
-      static_cast<int64_t>(q.block_hashes.size()) / blocks_per_chunk_);
+  const int64_t max_chunks =
+      std::min<int64_t>((num_prompt - 1) / chunk_tokens_,
+                        static_cast<int64_t>(q.block_hashes.size()) / blocks_per_chunk_);
   const int64_t first_chunk = q.num_pool_tokens / chunk_tokens_;
   if (first_chunk >= max_chunks) return 0;
   Load load;
   load.first_chunk = first_chunk;
-  for (int64_t k = first_chunk; k < max_chunks; ++k) load.keys.push_back(chunk_key(q.block_hashes, k));
+  for (int64_t k = first_chunk; k < max_chunks; ++k)
+    load.keys.push_back(chunk_key(q.block_hashes, k));
   // A RAM-only cache answers at once: skip the loader round trip on a miss.
   if (tiers_->num_tiers() == 1 && tiers_->tier(0).is_memory() &&
       !tiers_->memory_contains(load.keys[0])) {
@@ -164,7 +167,8 @@ int64_t TieredKvConnector::load_blocks(uint64_t load_id, int64_t first_block,
     for (int64_t b = 0; b < blocks_per_chunk_; ++b) {
       const int64_t logical = chunk_first + b;
       const bool wanted = logical >= first_block && logical < end_block;
-      ids[static_cast<size_t>(b)] = wanted ? block_ids[static_cast<size_t>(logical - first_block)] : -1;
+      ids[static_cast<size_t>(b)] =
+          wanted ? block_ids[static_cast<size_t>(logical - first_block)] : -1;
       n += wanted ? 1 : 0;
     }
     if (Status s = scatter_chunk_payload(storage, load.found.chunks[j]->payload, ids); !s) {

@@ -44,9 +44,11 @@ class TieredKvConnector final : public KvConnector {
   // The tiers `options` configures, or `tiers` when given (tests inject
   // faulty ones); options.chunk_tokens is the chunk size either way.
   // `metrics` and `clock` may be null.
-  static Result<std::unique_ptr<TieredKvConnector>> create(
-      const ModelWeights& weights, int32_t block_size, const KvTierOptions& options,
-      std::unique_ptr<KvTierManager> tiers, Metrics* metrics, const Clock* clock);
+  static Result<std::unique_ptr<TieredKvConnector>> create(const ModelWeights& weights,
+                                                           int32_t block_size,
+                                                           const KvTierOptions& options,
+                                                           std::unique_ptr<KvTierManager> tiers,
+                                                           Metrics* metrics, const Clock* clock);
   ~TieredKvConnector() override;
 
   void set_wakeup(std::function<void()> wakeup) override { wakeup_ = std::move(wakeup); }

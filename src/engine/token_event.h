@@ -39,7 +39,7 @@ struct TokenEvent {
   // never be served as asked, kInternal for a fault of the server.
   std::string error_message;
   StatusCode error_code = StatusCode::kOk;
-  TokenUsage usage;                                  // set when is_final
+  TokenUsage usage;  // set when is_final
 };
 
 }  // namespace strata

@@ -35,7 +35,8 @@ PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> tokens,
                                                static_cast<int64_t>(block_hashes.size()));
   for (int64_t i = 0; i < max_blocks; ++i) {
     const BlockHash& parent = i == 0 ? root_block_hash() : block_hashes[i - 1];
-    std::optional<int32_t> block = pool_.lookup(block_hashes[i], parent, tokens.subspan(i * bs, bs));
+    std::optional<int32_t> block =
+        pool_.lookup(block_hashes[i], parent, tokens.subspan(i * bs, bs));
     if (!block) break;
     hit.block_ids.push_back(*block);
   }
@@ -94,9 +95,9 @@ void KvCacheManager::commit_computed(SeqId id, std::span<const int32_t> tokens,
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
   Seq& seq = it->second;
-  const int64_t num_full = std::min<int64_t>(
-      {num_computed_tokens / block_size(), static_cast<int64_t>(seq.block_table.size()),
-       static_cast<int64_t>(block_hashes.size())});
+  const int64_t num_full = std::min<int64_t>({num_computed_tokens / block_size(),
+                                              static_cast<int64_t>(seq.block_table.size()),
+                                              static_cast<int64_t>(block_hashes.size())});
   for (int64_t i = seq.num_committed_blocks; i < num_full; ++i) {
     cache_block(seq.block_table[i], tokens, block_hashes, i);
   }
@@ -126,7 +127,9 @@ void KvCacheManager::release_blocks(std::span<const int32_t> block_ids) {
   pool_.release(block_ids);
 }
 
-void KvCacheManager::hold_blocks(std::span<const int32_t> block_ids) { pool_.touch(block_ids); }
+void KvCacheManager::hold_blocks(std::span<const int32_t> block_ids) {
+  pool_.touch(block_ids);
+}
 
 void KvCacheManager::free(SeqId id) {
   auto it = seqs_.find(id);

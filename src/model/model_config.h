@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "kernels/ops.h"
 #include "gguf/gguf.h"
+#include "kernels/ops.h"
 #include "util/status.h"
 
 namespace strata {

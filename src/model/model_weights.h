@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "kernels/packed_weight.h"
-#include "gguf/gguf.h"
 #include "model/model_config.h"
 #include "util/status.h"
 

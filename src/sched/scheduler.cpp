@@ -73,9 +73,9 @@ Status Scheduler::add_request(RequestSpec spec) {
   const int64_t needed_blocks = kv_->blocks_for_tokens(max_total - 1);
   if (needed_blocks > kv_->num_blocks()) {
     return invalid_argument(name + ": needs " + std::to_string(needed_blocks) + " KV blocks (" +
-                      std::to_string(max_total - 1) + " tokens) but the whole pool has " +
-                      std::to_string(kv_->num_blocks()) +
-                      "; raise --kv-cache-memory or lower max_tokens");
+                            std::to_string(max_total - 1) + " tokens) but the whole pool has " +
+                            std::to_string(kv_->num_blocks()) +
+                            "; raise --kv-cache-memory or lower max_tokens");
   }
   auto request = std::make_unique<Request>();
   Request* r = request.get();

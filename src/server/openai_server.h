@@ -24,9 +24,9 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "tokenizer/tokenizer.h"
 #include "server/chat_template.h"
 #include "server/protocol.h"
+#include "tokenizer/tokenizer.h"
 #include "util/status.h"
 
 namespace strata::server {

@@ -49,7 +49,9 @@ struct DTypeTraits {
 std::optional<DTypeTraits> dtype_traits(uint32_t raw_type);
 const DTypeTraits& dtype_traits(DType type);  // type must be known
 
-inline std::string_view dtype_name(DType t) { return dtype_traits(t).name; }
+inline std::string_view dtype_name(DType t) {
+  return dtype_traits(t).name;
+}
 
 // Bytes of a row of `n_elems` elements; n_elems must be a multiple of the
 // block size (checked by callers that read files).

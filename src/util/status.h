@@ -49,14 +49,18 @@ class [[nodiscard]] Status {
 inline Status invalid_argument(std::string msg) {
   return Status(StatusCode::kInvalidArgument, std::move(msg));
 }
-inline Status not_found(std::string msg) { return Status(StatusCode::kNotFound, std::move(msg)); }
+inline Status not_found(std::string msg) {
+  return Status(StatusCode::kNotFound, std::move(msg));
+}
 inline Status out_of_range(std::string msg) {
   return Status(StatusCode::kOutOfRange, std::move(msg));
 }
 inline Status unimplemented(std::string msg) {
   return Status(StatusCode::kUnimplemented, std::move(msg));
 }
-inline Status io_error(std::string msg) { return Status(StatusCode::kIoError, std::move(msg)); }
+inline Status io_error(std::string msg) {
+  return Status(StatusCode::kIoError, std::move(msg));
+}
 inline Status internal_error(std::string msg) {
   return Status(StatusCode::kInternal, std::move(msg));
 }
@@ -64,7 +68,7 @@ inline Status internal_error(std::string msg) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).is_ok() && "Result constructed from an OK status");
   }
@@ -91,17 +95,17 @@ class [[nodiscard]] Result {
 }  // namespace strata
 
 // Propagates a non-OK Status from an expression that yields a Status.
-#define STRATA_RETURN_IF_ERROR(expr)           \
-  do {                                         \
-    ::strata::Status strata_status_ = (expr);  \
+#define STRATA_RETURN_IF_ERROR(expr)                    \
+  do {                                                  \
+    ::strata::Status strata_status_ = (expr);           \
     if (!strata_status_.is_ok()) return strata_status_; \
   } while (0)
 
 #define STRATA_CONCAT_INNER_(a, b) a##b
 #define STRATA_CONCAT_(a, b) STRATA_CONCAT_INNER_(a, b)
 // Declares `lhs` from a Result-yielding expression, or returns its Status.
-#define STRATA_ASSIGN_OR_RETURN(lhs, expr)                                  \
-  auto STRATA_CONCAT_(strata_result_, __LINE__) = (expr);                   \
-  if (!STRATA_CONCAT_(strata_result_, __LINE__).is_ok())                    \
-    return STRATA_CONCAT_(strata_result_, __LINE__).status();               \
+#define STRATA_ASSIGN_OR_RETURN(lhs, expr)                    \
+  auto STRATA_CONCAT_(strata_result_, __LINE__) = (expr);     \
+  if (!STRATA_CONCAT_(strata_result_, __LINE__).is_ok())      \
+    return STRATA_CONCAT_(strata_result_, __LINE__).status(); \
   lhs = std::move(STRATA_CONCAT_(strata_result_, __LINE__)).value()

@@ -22,10 +22,10 @@
 
 #include "gguf/gguf.h"
 #include "model/model_weights.h"
-#include "tokenizer/tokenizer.h"
 #include "runtime/forward_batch.h"
 #include "runtime/kv_storage.h"
 #include "runtime/model_runner.h"
+#include "tokenizer/tokenizer.h"
 #include "util/thread_pool.h"
 
 namespace strata {

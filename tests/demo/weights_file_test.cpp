@@ -1,5 +1,7 @@
 // strata-mkmodel's trained-weights input (tools/mkmodel/weights_file.h):
 // a round trip to GGUF, and rejection of malformed files by Status.
+#include "weights_file.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,10 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/quant.h"
 #include "gguf/gguf.h"
+#include "kernels/quant.h"
 #include "model/model_weights.h"
-#include "weights_file.h"
 
 namespace strata::mkmodel {
 namespace {

@@ -24,9 +24,9 @@ class FakeKvConnector final : public KvConnector {
     std::unordered_map<BlockHash, std::vector<uint8_t>, BlockHashHasher> blocks;
     int64_t num_loads_started = 0;
     int64_t num_blocks_loaded = 0;
-    std::set<RequestId> finished;        // request_finished() calls
-    int64_t max_blocks_per_load = -1;    // -1: all asked; else write at most this many
-    bool hold_loads = false;             // poll_loads() reports nothing while set
+    std::set<RequestId> finished;      // request_finished() calls
+    int64_t max_blocks_per_load = -1;  // -1: all asked; else write at most this many
+    bool hold_loads = false;           // poll_loads() reports nothing while set
   };
   FakeKvConnector(std::shared_ptr<Shared> shared, int32_t block_size)
       : shared_(std::move(shared)), block_size_(block_size) {}
@@ -35,8 +35,9 @@ class FakeKvConnector final : public KvConnector {
 
   int64_t start_load(const KvLoadQuery& q) override {
     const int64_t bs = block_size_;
-    const int64_t max_blocks = std::min<int64_t>((static_cast<int64_t>(q.prompt_tokens.size()) - 1) / bs,
-                                                 static_cast<int64_t>(q.block_hashes.size()));
+    const int64_t max_blocks =
+        std::min<int64_t>((static_cast<int64_t>(q.prompt_tokens.size()) - 1) / bs,
+                          static_cast<int64_t>(q.block_hashes.size()));
     int64_t end = q.num_pool_tokens / bs;
     while (end < max_blocks && shared_->blocks.count(q.block_hashes[end])) ++end;
     if (end * bs <= q.num_pool_tokens) return 0;
@@ -79,8 +80,8 @@ class FakeKvConnector final : public KvConnector {
   }
   void save(const KvSaveRequest& r, KvStorage& storage) override {
     const int64_t bs = storage.block_size();
-    const int64_t num_full = std::min<int64_t>(r.num_computed_tokens / bs,
-                                               static_cast<int64_t>(r.block_hashes.size()));
+    const int64_t num_full =
+        std::min<int64_t>(r.num_computed_tokens / bs, static_cast<int64_t>(r.block_hashes.size()));
     for (int64_t i = 0; i < num_full; ++i) {
       if (shared_->blocks.count(r.block_hashes[i])) continue;
       shared_->blocks[r.block_hashes[i]] =

@@ -41,10 +41,9 @@ class FakeStore final : public Store {
 class TieredStore final : public Store {
  public:
   std::unique_ptr<KvConnector> connect(const EngineOptions& o) override {
-    Result<std::unique_ptr<TieredKvConnector>> c =
-        TieredKvConnector::create(*peaky_model().weights, o.block_size, o.kv_tiers,
-                                  manager_of(std::make_unique<GatedTier>(ram, gate)), nullptr,
-                                  nullptr);
+    Result<std::unique_ptr<TieredKvConnector>> c = TieredKvConnector::create(
+        *peaky_model().weights, o.block_size, o.kv_tiers,
+        manager_of(std::make_unique<GatedTier>(ram, gate)), nullptr, nullptr);
     EXPECT_TRUE(c.is_ok()) << c.status().message();
     return c ? std::move(*c) : nullptr;
   }
@@ -67,7 +66,9 @@ struct Kind {
   std::function<std::unique_ptr<Store>()> make;
 };
 
-void PrintTo(const Kind& kind, std::ostream* os) { *os << kind.name; }
+void PrintTo(const Kind& kind, std::ostream* os) {
+  *os << kind.name;
+}
 
 class KvConnectorConformance : public ::testing::TestWithParam<Kind> {
  protected:

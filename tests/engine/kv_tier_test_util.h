@@ -23,12 +23,12 @@
 #include <thread>
 #include <vector>
 
-#include "engine_test_util.h"
+#include "../kvtier/redis_server.h"
 #include "engine/tiered_kv_connector.h"
+#include "engine_test_util.h"
 #include "kvtier/chunk_io.h"
 #include "kvtier/chunk_key.h"
 #include "kvtier/kv_tier_manager.h"
-#include "../kvtier/redis_server.h"
 
 extern char** environ;
 

@@ -12,7 +12,8 @@
 namespace strata::testing {
 namespace {
 
-RequestUpdate token(RequestId id, int32_t t, int64_t num_out, FinishReason r = FinishReason::kNone) {
+RequestUpdate token(RequestId id, int32_t t, int64_t num_out,
+                    FinishReason r = FinishReason::kNone) {
   RequestUpdate u;
   u.request_id = id;
   u.has_new_token = true;

@@ -95,7 +95,8 @@ TEST(ToForwardBatch, FlattensThePlanInOrder) {
 TEST(StepExecutor, ThePlanAloneIsEnoughAndTwoExecutorsAgree) {
   STRATA_REQUIRE_MODEL();
   Fixture a, b;
-  const StepPlan plan = plan_of({prefill(1, random_prompt(1, 9), 0), prefill(2, random_prompt(2, 5), 8)});
+  const StepPlan plan =
+      plan_of({prefill(1, random_prompt(1, 9), 0), prefill(2, random_prompt(2, 5), 8)});
   const ExecutedStep ea = a.executor.execute(plan);
   const ExecutedStep eb = b.executor.execute(plan);
   ASSERT_EQ(ea.result.sampled.size(), 2u);
@@ -139,7 +140,8 @@ TEST(StepExecutor, OnlyTheFaultyRequestFails) {
   ScheduledRequest bad_slot = prefill(3, random_prompt(6, 6), 16);
   bad_slot.block_table.clear();  // positions not covered: the forward fails
   const ScheduledRequest good = prefill(4, random_prompt(7, 6), 24);
-  const ExecutedStep e = f.executor.execute(plan_of({bad_params, never_introduced, bad_slot, good}));
+  const ExecutedStep e =
+      f.executor.execute(plan_of({bad_params, never_introduced, bad_slot, good}));
   EXPECT_EQ(e.errors.at(1).code(), StatusCode::kInvalidArgument);
   EXPECT_NE(e.errors.at(1).message().find("top_p"), std::string::npos);
   EXPECT_EQ(e.errors.at(2).code(), StatusCode::kInternal);

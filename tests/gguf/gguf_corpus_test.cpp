@@ -11,9 +11,9 @@
 #include <limits>
 #include <map>
 
-#include "gguf_bytes.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_bytes.h"
 
 namespace strata {
 namespace {

@@ -6,9 +6,9 @@
 #include <limits>
 #include <string>
 
-#include "gguf_bytes.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_bytes.h"
 
 namespace strata {
 namespace {

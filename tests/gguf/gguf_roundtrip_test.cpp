@@ -8,9 +8,9 @@
 #include <fstream>
 #include <limits>
 
-#include "gguf_bytes.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_bytes.h"
 
 namespace strata {
 namespace {

@@ -8,6 +8,8 @@
 // Batch invariance: every token's output of a mixed batch (decodes, a
 // prefill chunk, tokens that break a chunk) is bit for bit what the same
 // token gives alone, for any thread count.
+#include "kernels/attention.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,7 +19,6 @@
 #include <random>
 #include <utility>
 
-#include "kernels/attention.h"
 #include "kernels/attention_block.h"
 #include "kernels/fp16.h"
 #include "test_support.h"

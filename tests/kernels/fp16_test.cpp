@@ -1,8 +1,8 @@
+#include "kernels/fp16.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "kernels/fp16.h"
 
 namespace strata {
 namespace {

@@ -4,6 +4,8 @@
 // model of that order. Every output is bit-identical whatever the batch size
 // and the thread split (batch invariance). Tile and token tails, extreme
 // quants; the activation encoding carries per-block quant-sum corrections.
+#include "kernels/matmul_avx512.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +14,6 @@
 
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
-#include "kernels/matmul_avx512.h"
 #include "kernels/packed_weight.h"
 #include "kernels/quant.h"
 #include "kernels/vec_dot.h"
@@ -47,7 +48,7 @@ TEST(MatmulAvx512, Q4_0IsBitIdenticalToReferenceOnTails) {
           const WeightView w{DType::kQ4_0, rows, cols, bytes.data(), row_bytes};
           for (int64_t n : {1, 2, 3, 5, 8, 9, 16, 23, 40}) {
             auto x = random_floats(n * cols, static_cast<uint32_t>(n * 7 + cols));
-            x[0] = 5.0f;      // a block whose absmax quantizes to +127 ...
+            x[0] = 5.0f;                 // a block whose absmax quantizes to +127 ...
             if (n > 1) x[cols] = -5.0f;  // ... and one to -127
             std::vector<float> want(n * rows), got(n * rows, NAN);
             matmul_reference(w, x.data(), n, want.data());

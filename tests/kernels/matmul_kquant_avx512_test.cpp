@@ -4,6 +4,8 @@
 // order) on row-tile and token-tile tails and with extreme quants, on both
 // the row-wise (n <= 3) and the tiled paths; and an output does not depend
 // on n, the token's place in a tile, or how rows are split between threads.
+#include "kernels/matmul_kquant_avx512.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "kernels/dispatch.h"
-#include "kernels/matmul_kquant_avx512.h"
 #include "kernels/quant.h"
 #include "kernels/vec_dot.h"
 #include "test_support.h"

@@ -1,12 +1,13 @@
 // matmul (every ISA, several pool sizes) against matmul_reference, and
 // matmul_reference against an exact dot of the dequantized weights, with
 // tolerances derived from each type's activation encoding.
+#include "kernels/matmul.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
-#include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "test_support.h"
 

@@ -1,10 +1,11 @@
 // rms_norm, rope, silu_mul, add_bias, add_inplace: every ISA against the
 // reference, and the references against plain formulas.
+#include "kernels/ops.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "kernels/ops.h"
 #include "test_support.h"
 
 namespace strata {

@@ -1,4 +1,6 @@
 // RedisServer (kvtier_test_util.h): a redis-server child process for tests.
+#include "redis_server.h"
+
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
@@ -10,11 +12,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <thread>
-
-#include "redis_server.h"
-
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace strata::testing {

@@ -38,7 +38,7 @@ class RedisServer {
   std::string password_;
   int port_ = 0;
   int pid_ = -1;
-  bool has_started_ = false;  // once started, the port is kept
+  bool has_started_ = false;   // once started, the port is kept
   void* sleep_ctx_ = nullptr;  // redisContext* of the DEBUG SLEEP connection
 };
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/quant.h"
 #include "gguf/gguf_writer.h"
+#include "kernels/quant.h"
 
 namespace strata {
 

@@ -1,5 +1,7 @@
 // ModelConfig::from_gguf on files crafted with GgufWriter: a valid file per
 // architecture, then one defect at a time, each with its exact message.
+#include "model/model_config.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -8,9 +10,8 @@
 #include <vector>
 
 #include "crafted_model.h"
-#include "kernels/quant.h"
 #include "gguf/gguf_writer.h"
-#include "model/model_config.h"
+#include "kernels/quant.h"
 #include "model/model_weights.h"
 
 namespace strata {

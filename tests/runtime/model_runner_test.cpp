@@ -1,6 +1,8 @@
 // KvStorage sizing and ModelRunner batch handling on a small crafted model:
 // invalid batches are rejected before the cache is touched, and a sequence's
 // logits do not depend on what else is in the batch or where its blocks are.
+#include "runtime/model_runner.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +15,6 @@
 #include "model/model_weights.h"
 #include "runtime/forward_batch.h"
 #include "runtime/kv_storage.h"
-#include "runtime/model_runner.h"
 
 namespace strata {
 namespace {

@@ -1,9 +1,9 @@
+#include "util/thread_pool.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <vector>
-
-#include "util/thread_pool.h"
 
 namespace strata {
 namespace {

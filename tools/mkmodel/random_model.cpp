@@ -1,7 +1,5 @@
 #include "random_model.h"
 
-#include "hparams_metadata.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,10 +7,11 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/quant.h"
 #include "gguf/gguf.h"
-#include "tokenizer/tokenizer_export.h"
+#include "hparams_metadata.h"
+#include "kernels/quant.h"
 #include "prng.h"
+#include "tokenizer/tokenizer_export.h"
 #include "util/dtype.h"
 #include "util/thread_pool.h"
 

@@ -1,7 +1,5 @@
 #include "weights_file.h"
 
-#include "hparams_metadata.h"
-
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -9,9 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "kernels/quant.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "hparams_metadata.h"
+#include "kernels/quant.h"
 #include "tokenizer/tokenizer_export.h"
 #include "util/dtype.h"
 
