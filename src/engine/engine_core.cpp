@@ -22,10 +22,9 @@ StepStats StepStats::of(const StepPlan& plan) {
   return stats;
 }
 
-EngineCore::EngineCore(const ModelWeights& weights, const Tokenizer& tokenizer,
-                       const EngineOptions& options, Metrics* metrics, const Clock* clock)
-    : weights_(weights),
-      tokenizer_(tokenizer),
+EngineCore::EngineCore(const Tokenizer& tokenizer, const EngineOptions& options, Metrics* metrics,
+                       const Clock* clock)
+    : tokenizer_(tokenizer),
       options_(options),
       metrics_(metrics),
       clock_(clock != nullptr ? clock : &steady_clock_) {}
@@ -45,7 +44,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
     return invalid_argument("engine: the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
                             " tokens but the model only " + std::to_string(config.vocab_size));
   }
-  std::unique_ptr<EngineCore> core(new EngineCore(weights, tokenizer, options, metrics, clock));
+  std::unique_ptr<EngineCore> core(new EngineCore(tokenizer, options, metrics, clock));
   EngineCore& c = *core;
   c.vocab_size_ = static_cast<int32_t>(config.vocab_size);
   c.max_model_len_ = options.resolved_max_model_len(config);

@@ -136,8 +136,8 @@ class EngineCore {
     std::vector<BlockHash> block_hashes;  // of the prompt
   };
 
-  EngineCore(const ModelWeights& weights, const Tokenizer& tokenizer, const EngineOptions& options,
-             Metrics* metrics, const Clock* clock);
+  EngineCore(const Tokenizer& tokenizer, const EngineOptions& options, Metrics* metrics,
+             const Clock* clock);
 
   // admit() past the connector; `num_connector_tokens` of the prompt were
   // just loaded by it.
@@ -155,7 +155,6 @@ class EngineCore {
   void save_kv(const StepPlan& plan, const ExecutedStep& executed);
   void publish_state();
 
-  const ModelWeights& weights_;
   const Tokenizer& tokenizer_;
   EngineOptions options_;
   Metrics* metrics_;

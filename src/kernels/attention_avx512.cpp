@@ -43,7 +43,9 @@
 // GCC 12 reports the deliberately undefined upper lanes inside several
 // AVX-512 intrinsics as uninitialized.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace strata::avx512 {
 namespace {
@@ -293,10 +295,6 @@ inline float hsum8(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
-}
-
-inline float round_fp16(float x) {
-  return _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT));
 }
 
 // The 16 sums of 8 consecutive exps in e[0..7] (128 positions), each

@@ -41,7 +41,9 @@
 // GCC 12 reports the deliberately undefined upper lanes inside several
 // AVX-512 intrinsics (casts, gathers, narrowing conversions) as uninitialized.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace strata::avx512 {
 namespace {

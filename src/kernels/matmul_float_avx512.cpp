@@ -17,7 +17,9 @@
 // GCC 12 reports the deliberately undefined upper lanes inside several
 // AVX-512 intrinsics as uninitialized.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace strata::avx512_float {
 namespace {

@@ -14,7 +14,9 @@
 // GCC 12 reports the deliberately undefined upper lanes inside the AVX-512
 // reductions as uninitialized.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace strata {
 namespace {
