@@ -14,6 +14,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const ModelWeights& weights,
   engine->max_model_len_ = engine->core_->max_model_len();
   engine->options_ = options;
   engine->num_kv_blocks_ = engine->core_->kv_cache().num_blocks();
+  engine->prefix_index_ = &engine->core_->kv_cache().pool().index();
+  engine->connector_ = engine->core_->kv_connector();
   engine->core_->set_load_wakeup([e = engine.get()] {
     {
       std::lock_guard<std::mutex> lock(e->mu_);
@@ -44,6 +46,23 @@ Result<std::shared_ptr<RequestStream>> Engine::add_request(GenerationRequest req
   }
   cv_.notify_all();
   return stream;
+}
+
+PrefixProbe Engine::probe_prefix(std::span<const BlockHash> block_hashes) const {
+  PrefixProbe p;
+  p.block_size = options_.block_size;
+  p.num_pool_tokens = prefix_index_->count_leading(block_hashes) * options_.block_size;
+  if (connector_ != nullptr) p.tiers = connector_->probe(block_hashes);
+  const MetricsSnapshot m = metrics_.load();
+  p.num_running = m.num_requests_running;
+  p.num_waiting = m.num_requests_waiting;
+  p.num_loading = m.num_requests_loading;
+  p.num_pending_prefill_tokens = m.num_pending_prefill_tokens;
+  p.num_free_kv_blocks = m.num_free_kv_blocks;
+  p.num_kv_blocks = num_kv_blocks_;
+  p.prefill_tokens_per_s = m.prefill_tokens_per_s;
+  p.decode_tokens_per_s = m.decode_tokens_per_s;
+  return p;
 }
 
 void Engine::abort(StreamId stream_id) {

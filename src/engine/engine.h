@@ -34,6 +34,7 @@
 #include "engine/engine_options.h"
 #include "engine/generation_request.h"
 #include "engine/metrics.h"
+#include "engine/prefix_probe.h"
 #include "engine/request_stream.h"
 #include "model/model_weights.h"
 #include "tokenizer/tokenizer.h"
@@ -57,6 +58,11 @@ class Engine {
   // Queues an abort of every choice of stream `stream_id`; unknown or
   // finished ids are ignored.
   void abort(StreamId stream_id);
+
+  // What this engine holds of a prompt whose full blocks have the chained
+  // keys `block_hashes`, and its load (see PrefixProbe). Thread-safe; never
+  // waits for the engine thread (it may wait on a tier's I/O timeout).
+  PrefixProbe probe_prefix(std::span<const BlockHash> block_hashes) const;
 
   const Metrics& metrics() const { return metrics_; }
   int64_t max_model_len() const { return max_model_len_; }
@@ -83,6 +89,8 @@ class Engine {
   EngineOptions options_;
   int64_t max_model_len_ = 0;
   int64_t num_kv_blocks_ = 0;
+  const PrefixIndex* prefix_index_ = nullptr;  // the pool's, readable from any thread
+  KvConnector* connector_ = nullptr;           // the core's; probe() is thread-safe
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -200,6 +200,9 @@ StepStats EngineCore::step() {
   if (!scheduler_->has_unfinished_requests()) release_finished();
   publish_state();
   stats.seconds = static_cast<double>(clock_->now_ns() - t0) * 1e-9;
+  if (metrics_ != nullptr) {
+    metrics_->observe_step(stats.num_prefill_tokens, stats.num_sampled, stats.seconds);
+  }
   return stats;
 }
 
@@ -218,6 +221,7 @@ void EngineCore::publish_state() {
   metrics_->set_scheduler_state(s.num_running, s.num_waiting, s.kv_usage, s.prefix_query_tokens,
                                 s.prefix_hit_tokens, s.num_preemptions);
   metrics_->set_num_requests_loading(static_cast<int64_t>(loads_.size()));
+  metrics_->set_load_state(s.num_pending_prefill_tokens, s.num_free_blocks);
 }
 
 bool EngineCore::try_start_load(GenerationRequest& request,

@@ -178,6 +178,45 @@ void Metrics::set_scheduler_state(int64_t num_running, int64_t num_waiting, doub
   s_.num_preemptions = num_preemptions;
 }
 
+MetricsSnapshot Metrics::load() const {
+  MetricsSnapshot out;
+  std::lock_guard<std::mutex> lock(mu_);
+  out.num_requests_running = s_.num_requests_running;
+  out.num_requests_waiting = s_.num_requests_waiting;
+  out.num_requests_loading = s_.num_requests_loading;
+  out.kv_cache_usage = s_.kv_cache_usage;
+  out.num_pending_prefill_tokens = s_.num_pending_prefill_tokens;
+  out.num_free_kv_blocks = s_.num_free_kv_blocks;
+  out.prefill_tokens_per_s = s_.prefill_tokens_per_s;
+  out.decode_tokens_per_s = s_.decode_tokens_per_s;
+  return out;
+}
+
+void Metrics::set_load_state(int64_t num_pending_prefill_tokens, int64_t num_free_kv_blocks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  s_.num_pending_prefill_tokens = num_pending_prefill_tokens;
+  s_.num_free_kv_blocks = num_free_kv_blocks;
+}
+
+void Metrics::observe_step(int64_t num_prefill_tokens, int64_t num_sampled, double seconds) {
+  if (!(seconds > 0.0)) return;
+  // A step's prompt tokens share it with its decodes, so steps with few
+  // prompt tokens say little about the prefill rate: only steps that are
+  // mostly prefill update it; decode-only steps update the decode rate.
+  constexpr double kWeight = 0.2;
+  auto blend = [](double old_rate, double rate) {
+    return old_rate > 0.0 ? (1.0 - kWeight) * old_rate + kWeight * rate : rate;
+  };
+  std::lock_guard<std::mutex> lock(mu_);
+  if (num_prefill_tokens >= 16 && num_prefill_tokens >= 2 * num_sampled) {
+    s_.prefill_tokens_per_s =
+        blend(s_.prefill_tokens_per_s, static_cast<double>(num_prefill_tokens) / seconds);
+  } else if (num_prefill_tokens == 0 && num_sampled > 0) {
+    s_.decode_tokens_per_s =
+        blend(s_.decode_tokens_per_s, static_cast<double>(num_sampled) / seconds);
+  }
+}
+
 void Metrics::add_prompt_tokens(int64_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   s_.prompt_tokens += n;

@@ -78,6 +78,14 @@ struct MetricsSnapshot {
   int64_t num_requests_loading = 0;        // gauge: requests waiting for a tier load
   HistogramSnapshot kv_load_time;          // one tier load of a request (lookup + fetch)
   std::vector<TierMetricsSnapshot> tiers;  // filled by snapshot() from the tier source
+  // Load, as a router's probe reads it (gauges, as of the last step).
+  int64_t num_pending_prefill_tokens = 0;  // prompt tokens admitted, not yet computed
+  int64_t num_free_kv_blocks = 0;
+  // Measured rates (exponentially weighted over recent steps): prompt tokens
+  // per second of steps that prefill, tokens per second of decode-only steps;
+  // 0 until measured.
+  double prefill_tokens_per_s = 0.0;
+  double decode_tokens_per_s = 0.0;
 };
 
 class Metrics {
@@ -101,12 +109,20 @@ class Metrics {
   // Tiered KV cache.
   void add_prompt_tokens_cached(const std::string& tier, int64_t n);
   void set_num_requests_loading(int64_t n);
+  // Load gauges (see MetricsSnapshot).
+  void set_load_state(int64_t num_pending_prefill_tokens, int64_t num_free_kv_blocks);
+  // One step that computed `num_prefill_tokens` prompt tokens and sampled
+  // `num_sampled` tokens in `seconds`: updates the measured rates.
+  void observe_step(int64_t num_prefill_tokens, int64_t num_sampled, double seconds);
   void observe_kv_load_time(double seconds);
   // Where snapshot() reads the tiers' own counters (called on the reading
   // thread; must be thread-safe). nullptr detaches it (before the tiers go).
   void set_tier_source(std::function<std::vector<TierMetricsSnapshot>()> source);
 
   MetricsSnapshot snapshot() const;
+  // The load gauges and rates alone, cheaply (no histograms, no tiers):
+  // snapshot() with everything else left empty.
+  MetricsSnapshot load() const;
   // Prometheus text exposition format (version 0.0.4). `model_name`, when
   // non-empty, becomes a model_name label on every sample.
   std::string to_prometheus_text(std::string_view model_name = "") const;

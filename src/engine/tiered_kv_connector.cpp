@@ -186,6 +186,27 @@ int64_t TieredKvConnector::load_blocks(uint64_t load_id, int64_t first_block,
   return num_written;
 }
 
+std::vector<KvSourceProbe> TieredKvConnector::probe(std::span<const BlockHash> block_hashes) {
+  // Chunk keys depend only on the fingerprint and the hashes: no engine state.
+  std::vector<ChunkKey> keys;
+  for (int64_t k = 0; (k + 1) * blocks_per_chunk_ <= static_cast<int64_t>(block_hashes.size()); ++k) {
+    keys.push_back(chunk_key(block_hashes, k));
+  }
+  std::vector<KvSourceProbe> out;
+  for (size_t i = 0; i < tiers_->num_tiers(); ++i) {
+    KvSourceProbe p;
+    p.name = std::string(tiers_->tier_name(i));
+    p.is_available = tiers_->is_tier_available(i);
+    if (p.is_available) {
+      size_t n = 0;
+      while (n < keys.size() && tiers_->tier(i).contains(keys[n])) ++n;
+      p.num_tokens = static_cast<int64_t>(n) * chunk_tokens_;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 void TieredKvConnector::save(const KvSaveRequest& r, KvStorage& storage) {
   int64_t& num_saved = num_saved_chunks_[r.request_id];
   // Chunks inside the admission's prefix hit came from the pool or a tier:

@@ -60,6 +60,9 @@ class TieredKvConnector final : public KvConnector {
   void save(const KvSaveRequest& request, KvStorage& storage) override;
   void request_finished(RequestId request_id) override { num_saved_chunks_.erase(request_id); }
   void flush() override { tiers_->flush(); }
+  // Per tier, the leading run of chunks it holds (a tier that is bypassed
+  // after a fault reports 0, unavailable).
+  std::vector<KvSourceProbe> probe(std::span<const BlockHash> block_hashes) override;
 
   KvTierManager& tiers() { return *tiers_; }
   int32_t chunk_tokens() const { return chunk_tokens_; }

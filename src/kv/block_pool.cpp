@@ -24,6 +24,7 @@ void BlockPool::evict(int32_t block_id) {
   auto it = cached_.find(b.hash);
   assert(it != cached_.end() && it->second == block_id);
   cached_.erase(it);
+  index_.erase(b.hash);
   b.is_cached = false;
 }
 
@@ -70,6 +71,7 @@ bool BlockPool::cache(int32_t block_id, const BlockHash& hash, const BlockHash& 
   Block& b = blocks_[block_id];
   assert(b.ref_count > 0 && !b.is_cached);
   if (!cached_.emplace(hash, block_id).second) return false;
+  index_.insert(hash);
   b.is_cached = true;
   b.hash = hash;
   b.parent = parent;

@@ -16,7 +16,8 @@
 // A cached block's entry also keeps its token ids and parent key: a lookup
 // is a hit only if both match (a hash match alone is not trusted).
 //
-// Owned by KvCacheManager; single-threaded (the engine thread).
+// Owned by KvCacheManager; single-threaded (the engine thread), except
+// index(), which any thread may query.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,7 @@
 
 #include "kv/block_hash.h"
 #include "kv/free_block_queue.h"
+#include "kv/prefix_index.h"
 
 namespace strata {
 
@@ -75,6 +77,8 @@ class BlockPool {
   std::span<const int32_t> tokens_of(int32_t block_id) const;
   // (hash, block id) of every cached block, in no particular order.
   std::vector<std::pair<BlockHash, int32_t>> cached_entries() const;
+  // The cached hashes, for other threads (see PrefixIndex).
+  const PrefixIndex& index() const { return index_; }
   // Free queue, front (next to be reused) to back.
   std::vector<int32_t> free_queue_order() const { return free_queue_.to_vector(); }
 
@@ -94,6 +98,7 @@ class BlockPool {
   std::vector<int32_t> cached_tokens_;  // [num_blocks * block_size], valid where is_cached
   FreeBlockQueue free_queue_;
   std::unordered_map<BlockHash, int32_t, BlockHashHasher> cached_;
+  PrefixIndex index_;  // the keys of cached_, readable from any thread
 };
 
 }  // namespace strata

@@ -50,6 +50,10 @@ struct SchedulerStats {
   int64_t prefix_hit_tokens = 0;    // total
   int64_t num_preemptions = 0;      // total
   int64_t num_steps = 0;            // non-empty plans
+  // Prompt tokens of live requests not computed yet (waiting and
+  // prefilling), the work queued ahead of a new request.
+  int64_t num_pending_prefill_tokens = 0;
+  int32_t num_free_blocks = 0;
 };
 
 class Scheduler {

@@ -126,5 +126,26 @@ TEST(BlockPoolTest, SecondBlockWithSameKeyIsNotCached) {
   EXPECT_EQ(pool.cached_entries().size(), 1u);
 }
 
+TEST(BlockPoolTest, PrefixIndexFollowsCachingAndEviction) {
+  BlockPool pool(2, 2);
+  const std::vector<int32_t> a = {1, 2}, b = {3, 4};
+  const BlockHash ha = hash_block(root_block_hash(), a);
+  const BlockHash hb = hash_block(ha, b);
+  Ids got;
+  pool.allocate(2, &got);
+  ASSERT_TRUE(pool.cache(got[0], ha, root_block_hash(), a));
+  EXPECT_EQ(pool.index().count_leading(std::vector<BlockHash>{ha, hb}), 1);
+  ASSERT_TRUE(pool.cache(got[1], hb, ha, b));
+  EXPECT_EQ(pool.index().count_leading(std::vector<BlockHash>{ha, hb}), 2);
+  EXPECT_EQ(pool.index().count_leading(std::vector<BlockHash>{hb}), 1);
+  // Freed, the blocks stay cached (and indexed) until reused.
+  pool.release(Ids{got[1], got[0]});
+  EXPECT_EQ(pool.index().size(), 2);
+  Ids again;
+  pool.allocate(1, &again);  // takes got[1] (freed first): hb is evicted
+  EXPECT_EQ(pool.index().count_leading(std::vector<BlockHash>{ha, hb}), 1);
+  EXPECT_EQ(pool.index().size(), 1);
+}
+
 }  // namespace
 }  // namespace strata
