@@ -1,0 +1,12 @@
+#include "tests/jinja/test_util.h"
+
+namespace strata::jinja {
+namespace {
+using testing::render;
+
+TEST(interpreter_placeholder, Builds) {
+  EXPECT_EQ(render("x"), "x");
+}
+
+}  // namespace
+}  // namespace strata::jinja
