@@ -770,6 +770,13 @@ MethodAccess method_access(const Value& self, std::string_view name) {
       if (in(kDictSafe, name)) return MethodAccess::kSafe;
       if (in(kDictUnsafe, name)) return MethodAccess::kUnsafe;
       return MethodAccess::kNone;
+    case ValueKind::kBool:
+    case ValueKind::kInt:
+      return name == "bit_length" || name == "conjugate" ? MethodAccess::kSafe
+                                                         : MethodAccess::kNone;
+    case ValueKind::kFloat:
+      return name == "is_integer" || name == "conjugate" ? MethodAccess::kSafe
+                                                         : MethodAccess::kNone;
     default:
       return MethodAccess::kNone;
   }
@@ -783,6 +790,22 @@ Value call_method(Interpreter& interp, const Value& self, const std::string& nam
       return list_method(interp, self, name, args);
     case ValueKind::kDict:
       return dict_method(interp, self, name, args);
+    case ValueKind::kBool:
+    case ValueKind::kInt:
+    case ValueKind::kFloat: {
+      if (!args.positional.empty() || !args.keywords.empty()) {
+        throw_runtime(name + "() takes no arguments");
+      }
+      if (name == "conjugate") return self.is_float() ? self : Value::integer(self.as_int());
+      if (name == "is_integer") {
+        return Value::boolean(std::isfinite(self.as_float()) &&
+                              self.as_float() == std::floor(self.as_float()));
+      }
+      // bit_length
+      const int64_t v = self.as_int();
+      const uint64_t mag = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+      return Value::integer(mag == 0 ? 0 : 64 - __builtin_clzll(mag));
+    }
     default:
       throw_runtime("'" + type_name(self) + "' object has no attribute '" + name + "'");
   }

@@ -648,6 +648,13 @@ Value Interpreter::getattr(const Value& obj, std::string_view name) {
       break;
   }
   if (name.substr(0, 2) == "__") return unsafe_undefined(obj, name);
+  if (obj.is_number()) {
+    // The data attributes of Python's int and float.
+    if (name == "real") return obj.is_float() ? obj : Value::integer(obj.as_int());
+    if (name == "imag") return obj.is_float() ? Value::number(0.0) : Value::integer(0);
+    if (name == "numerator" && obj.is_integral()) return Value::integer(obj.as_int());
+    if (name == "denominator" && obj.is_integral()) return Value::integer(1);
+  }
   switch (method_access(obj, name)) {
     case MethodAccess::kSafe:
       return Value::object(std::make_shared<BoundMethod>(obj, std::string(name)));

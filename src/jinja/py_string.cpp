@@ -23,6 +23,18 @@ char32_t simple_lower(char32_t c) {
     if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 1) ? c + 1 : c;
     return c;
   }
+  if (c < 0x250) {
+    // Latin Extended-B: the regular pairs and the DŽ/LJ/NJ/DZ triples
+    // (upper, title, lower).
+    if (c == 0x1C4 || c == 0x1C7 || c == 0x1CA || c == 0x1F1) return c + 2;
+    if (c == 0x1C5 || c == 0x1C8 || c == 0x1CB || c == 0x1F2) return c + 1;
+    if ((c >= 0x1CD && c <= 0x1DC)) return (c % 2 == 1) ? c + 1 : c;
+    if ((c >= 0x1DE && c <= 0x1EF) || (c >= 0x1F8 && c <= 0x21F) || (c >= 0x222 && c <= 0x233) ||
+        (c >= 0x246 && c <= 0x24F) || c == 0x1F4) {
+      return (c % 2 == 0) ? c + 1 : c;
+    }
+    return c;
+  }
   if (c >= 0x386 && c <= 0x3AB) {
     if (c == 0x386) return 0x3AC;
     if (c >= 0x388 && c <= 0x38A) return c + 37;
@@ -68,6 +80,16 @@ char32_t simple_upper(char32_t c) {
     if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 0) ? c - 1 : c;
     return c;
   }
+  if (c < 0x250) {
+    if (c == 0x1C6 || c == 0x1C9 || c == 0x1CC || c == 0x1F3) return c - 2;
+    if (c == 0x1C5 || c == 0x1C8 || c == 0x1CB || c == 0x1F2) return c - 1;
+    if ((c >= 0x1CD && c <= 0x1DC)) return (c % 2 == 0) ? c - 1 : c;
+    if ((c >= 0x1DE && c <= 0x1EF) || (c >= 0x1F8 && c <= 0x21F) || (c >= 0x222 && c <= 0x233) ||
+        (c >= 0x246 && c <= 0x24F) || c == 0x1F5) {
+      return (c % 2 == 1) ? c - 1 : c;
+    }
+    return c;
+  }
   if (c >= 0x3AC && c <= 0x3CE) {
     if (c == 0x3AC) return 0x386;
     if (c >= 0x3AD && c <= 0x3AF) return c - 37;
@@ -98,7 +120,8 @@ char32_t simple_upper(char32_t c) {
 
 // Lowercase letters without a simple uppercase but with a full one, or none.
 bool is_special_lower(char32_t c) {
-  return c == 0xDF || c == 0x138 || c == 0x149 || c == 0x390 || c == 0x3B0 || c == 0x587;
+  return c == 0xDF || c == 0x138 || c == 0x149 || c == 0x1F0 || c == 0x390 || c == 0x3B0 ||
+         c == 0x587;
 }
 
 // Appends the full uppercase mapping of c.
@@ -110,6 +133,10 @@ void append_upper(char32_t c, std::string* out) {
     case 0x149:
       append_code_point(0x2BC, out);
       *out += 'N';
+      return;
+    case 0x1F0:
+      *out += 'J';
+      append_code_point(0x30C, out);
       return;
     case 0x390:
       append_code_point(0x399, out);
@@ -133,6 +160,12 @@ void append_upper(char32_t c, std::string* out) {
 // Title case of one code point (Python's capitalize()/title() use it for
 // the first letter): the same as uppercase except for a few digraphs.
 void append_title(char32_t c, std::string* out) {
+  for (char32_t base : {0x1C4, 0x1C7, 0x1CA, 0x1F1}) {
+    if (c >= base && c <= base + 2) {
+      append_code_point(base + 1, out);
+      return;
+    }
+  }
   switch (c) {
     case 0xDF:
       *out += "Ss";
@@ -325,14 +358,18 @@ bool is_printable(char32_t c) {
          (c & 0xFFFE) != 0xFFFE;
 }
 
+// The titlecase digraphs (ǅ ǈ ǋ ǲ) are cased but neither upper nor lower.
+bool is_titlecase(char32_t c) {
+  return c == 0x1C5 || c == 0x1C8 || c == 0x1CB || c == 0x1F2;
+}
 bool is_lower(char32_t c) {
-  return simple_upper(c) != c || is_special_lower(c);
+  return !is_titlecase(c) && (simple_upper(c) != c || is_special_lower(c));
 }
 bool is_upper(char32_t c) {
-  return simple_lower(c) != c;
+  return !is_titlecase(c) && simple_lower(c) != c;
 }
 bool is_cased(char32_t c) {
-  return is_lower(c) || is_upper(c);
+  return is_lower(c) || is_upper(c) || is_titlecase(c);
 }
 
 bool is_alpha(char32_t c) {

@@ -260,6 +260,34 @@ def conversation(rng, spec):
     return messages
 
 
+def random_conversation(rng):
+    messages = []
+    if rng.random() < 0.5:
+        messages.append({"role": "system", "content": rng.choice(SYSTEMS)})
+    call_idx = 0
+    for t in range(rng.randint(1, 6)):
+        if t % 2 == 0:
+            content = rng.choice(USERS)
+            if rng.random() < 0.15:
+                content = [{"type": "text", "text": content}]
+            messages.append({"role": "user", "content": content})
+            continue
+        kind = rng.choice(["plain", "reasoning", "think", "tool"])
+        if kind == "tool":
+            calls = [tool_call(rng, call_idx + i) for i in range(rng.randint(1, 2))]
+            call_idx += len(calls)
+            msg = {"role": "assistant", "content": rng.choice([None, "", "Calling a tool."]), "tool_calls": calls}
+            if rng.random() < 0.5:
+                msg["reasoning_content"] = rng.choice(REASONING)
+            messages.append(msg)
+            for c in calls:
+                messages.append({"role": "tool", "tool_call_id": c["id"], "name": c["function"]["name"],
+                                 "content": rng.choice(TOOL_RESULTS)})
+        else:
+            messages.append(assistant_message(rng, kind == "reasoning", kind == "think"))
+    return messages
+
+
 SHAPES = [
     {"name": "user"},
     {"name": "system_user", "system": True},
@@ -310,6 +338,18 @@ def make_cases(template_name, rng):
                     "add_generation_prompt": agp, "continue_final_message": False,
                     "chat_template_kwargs": kwargs, "bos_token": BOS, "eos_token": EOS,
                 })
+    # Random mixes: 1-6 turns, any kind of assistant turn, list-of-parts content.
+    for k in range(20):
+        messages = random_conversation(rng)
+        tools = copy.deepcopy(TOOLS[: rng.randint(1, 3)]) if rng.random() < 0.5 else None
+        kwargs = rng.choice(KWARGS)
+        agp = rng.random() < 0.5
+        cases.append({
+            "template": template_name, "id": f"random/{k}/agp={int(agp)}",
+            "messages": messages, "tools": tools, "documents": None,
+            "add_generation_prompt": agp, "continue_final_message": False,
+            "chat_template_kwargs": kwargs, "bos_token": BOS, "eos_token": EOS,
+        })
     # continue_final_message on chats whose last turn is the assistant's.
     for k, shape in enumerate([{"turns": 2}, {"system": True, "turns": 4}, {"turns": 2, "reasoning": True}]):
         messages = conversation(rng, shape)
@@ -383,6 +423,27 @@ def main():
                     case.update(expected=None, error_kind=kind, error=str(e) if kind == "raised" else f"{type(e).__name__}: {e}")
             counts["rendered" if case["error_kind"] is None else case["error_kind"]] += 1
             out["cases"].append(case)
+    # One-construct templates (tests/jinja/jinja_snippets.py), variables as kwargs.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import jinja_snippets
+    for snippet_name, source, variables in jinja_snippets.snippets():
+        name = "snippet/" + snippet_name
+        if args.only and args.only not in name:
+            continue
+        out["templates"][name] = source
+        case = {"template": name, "id": "0", "messages": [], "tools": None, "documents": None,
+                "add_generation_prompt": False, "continue_final_message": False,
+                "chat_template_kwargs": copy.deepcopy(variables), "bos_token": BOS, "eos_token": EOS}
+        try:
+            compiled = env.from_string(source)
+            text = render(compiled, source, [], None, None, False, False, copy.deepcopy(variables))
+            case.update(expected=text, error_kind=None, error=None)
+        except Exception as e:
+            kind = "raised" if type(e) is jinja2.exceptions.TemplateError else "error"
+            case.update(expected=None, error_kind=kind,
+                        error=str(e) if kind == "raised" else f"{type(e).__name__}: {e}")
+        counts["rendered" if case["error_kind"] is None else case["error_kind"]] += 1
+        out["cases"].append(case)
     with open(os.path.join(args.out, "cases.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=False)
     print(f"jinja_reference: {len(out['templates'])} templates, {len(out['cases'])} cases "
