@@ -200,6 +200,8 @@ struct OutputStmt : Stmt {
   struct Part {
     std::string data;
     ExprPtr expr;  // null: `data` is literal text
+    int line = 0;  // where the expression starts
+    int column = 0;
   };
   std::vector<Part> parts;
 };

@@ -341,11 +341,16 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const FramePtr& frame) {
             append_output(part.data);
             continue;
           }
-          const Value v = eval(*part.expr, frame);
-          if (v.is_string()) {
-            append_output(v.as_string());
-          } else {
-            append_output(to_str(v));
+          try {
+            const Value v = eval(*part.expr, frame);
+            if (v.is_string()) {
+              append_output(v.as_string());
+            } else {
+              append_output(to_str(v));
+            }
+          } catch (TemplateException& e) {
+            if (e.error().line() == 0) e.error().set_position(part.line, part.column);
+            throw;
           }
         }
         return Flow::kNormal;
@@ -430,8 +435,8 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const FramePtr& frame) {
 void Interpreter::run_loop(const ForStmt& s, const FramePtr& frame, const Value& iterable,
                            int depth0) {
   std::vector<Value> items = iterate(iterable);
-  charge_items(items.size());
   if (s.filter) {
+    charge_items(items.size());
     std::vector<Value> kept;
     for (Value& item : items) {
       auto test_frame = std::make_shared<Frame>(frame);

@@ -124,12 +124,14 @@ class Parser {
     while (!at_eof()) {
       const Token& t = current();
       if (t.type == TokenType::kData) {
-        out().parts.push_back({t.text, nullptr});
+        out().parts.push_back({t.text, nullptr, t.line, t.column});
         advance();
       } else if (t.type == TokenType::kVariableBegin) {
         advance();
         OutputStmt& o = out();
-        o.parts.push_back({std::string(), parse_tuple(false, true, nullptr, false)});
+        const int line = current().line;
+        const int column = current().column;
+        o.parts.push_back({std::string(), parse_tuple(false, true, nullptr, false), line, column});
         expect_type(TokenType::kVariableEnd, "end of print statement");
       } else if (t.type == TokenType::kBlockBegin) {
         flush();
@@ -408,7 +410,9 @@ class Parser {
     auto s = std::make_unique<OutputStmt>(p.line, p.column);
     while (current().type != TokenType::kBlockEnd) {
       if (!s->parts.empty()) expect_op(",");
-      s->parts.push_back({std::string(), parse_expression(true)});
+      const int line = current().line;
+      const int column = current().column;
+      s->parts.push_back({std::string(), parse_expression(true), line, column});
     }
     body->push_back(std::move(s));
   }

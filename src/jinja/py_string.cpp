@@ -523,8 +523,8 @@ std::vector<std::string> split(std::string_view s, const std::string* sep, int64
       continue;
     }
     if (maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit) {
-      // The rest, with trailing whitespace stripped.
-      out.emplace_back(strip(s.substr(pos), nullptr, false, true));
+      // The rest, trailing whitespace included (as CPython).
+      out.emplace_back(s.substr(pos));
       return out;
     }
     size_t end = pos;
@@ -563,9 +563,8 @@ std::vector<std::string> rsplit(std::string_view s, const std::string* sep, int6
       continue;
     }
     if (static_cast<int64_t>(out.size()) >= maxsplit) {
-      size_t begin = 0;
-      while (begin < end && is_space(cps[begin])) ++begin;
-      out.push_back(encode(std::vector<char32_t>(cps.begin() + begin, cps.begin() + end)));
+      // The rest, leading whitespace included (as CPython).
+      out.push_back(encode(std::vector<char32_t>(cps.begin(), cps.begin() + end)));
       end = 0;
       break;
     }

@@ -386,6 +386,7 @@ def snippets():
     add("c_title_filter_unicode", "{{ 'élan vital-über'|title }} {{ \"o'neil mc-donald\"|title }} {{ 'ǆemal ǌ'|title }} {{ 'ǅ'|lower }}")
     add("c_upper_special", "{{ 'ß ŉ ǰ'|upper }} {{ 'İ'|lower|length }} {{ 'ΣΑΣ ΟΔΟΣ'|lower }}")
     add("c_strip_unicode_chars", "{{ '«x»'.strip('«»') }} {{ '😀a😀'.strip('😀') }}")
+    add("c_split_maxsplit_ws", "{{ '  a  b c '.split(none, 1) }} {{ '  a '.split(none, 0) }} {{ '  a  '.rsplit(none, 0) }} {{ ' a b c '.rsplit(none, 1) }} {{ 'a b  '.split(maxsplit=1) }}")
     add("c_split_unicode_ws", "{{ 'a\u3000b\u00a0c\u2028d'.split() }}")
     add("c_splitlines_variants", "{{ 'a\x0bb\x0cc\x1cd\x85e\u2029f'.splitlines() }}")
     add("c_find_unicode_index", "{{ '日本語テキスト'.find('テ') }} {{ '日本語'.index('語') }} {{ '日本語'[1:] }}")
