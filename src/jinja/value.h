@@ -58,30 +58,7 @@ struct UndefinedInfo {
   std::string message() const;
 };
 
-// A dict: entries in insertion order; keys compare as Python hashes them
-// (1 == 1.0 == True). Small dicts are searched linearly, which is what chat
-// messages and tool schemas are.
-class DictData {
- public:
-  const Value* find(const Value& key) const;
-  const Value* find(std::string_view key) const;
-  // Python's d[key] = value: replaces in place or appends. Throws a runtime
-  // error for an unhashable key (list, dict).
-  void set(Value key, Value value);
-  size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
-  const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
-  void reserve(size_t n) { entries_.reserve(n); }
-
- private:
-  std::vector<std::pair<Value, Value>> entries_;
-};
-
-// Arguments of a call: positional, then keyword (in call order).
-struct CallArgs {
-  std::vector<Value> positional;
-  std::vector<std::pair<std::string, Value>> keywords;
-};
+class DictData;
 
 class Value {
  public:
@@ -150,6 +127,31 @@ class Value {
     double f_;
   };
   std::shared_ptr<const void> ptr_;
+};
+
+// A dict: entries in insertion order; keys compare as Python hashes them
+// (1 == 1.0 == True). Small dicts are searched linearly, which is what chat
+// messages and tool schemas are.
+class DictData {
+ public:
+  const Value* find(const Value& key) const;
+  const Value* find(std::string_view key) const;
+  // Python's d[key] = value: replaces in place or appends. Throws a runtime
+  // error for an unhashable key (list, dict).
+  void set(Value key, Value value);
+  size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
+  void reserve(size_t n) { entries_.reserve(n); }
+
+ private:
+  std::vector<std::pair<Value, Value>> entries_;
+};
+
+// Arguments of a call: positional, then keyword (in call order).
+struct CallArgs {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keywords;
 };
 
 // Things with behaviour. Subclasses: namespace, loop, macro, methods,
