@@ -25,10 +25,11 @@ models: build
 unit-test: build models
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# The GGUF parser under libFuzzer with ASan + UBSan, for a bounded time from
-# the committed seed corpus.
+# The GGUF parser and the Jinja engine under libFuzzer with ASan + UBSan,
+# each for a bounded time from its committed seed corpus.
 fuzz: deps
 	@./scripts/fuzz.sh $(FUZZ_SECONDS)
+	@./scripts/fuzz.sh $(FUZZ_SECONDS) fuzz_jinja
 
 test: unit-test fuzz
 

@@ -10,6 +10,7 @@ APT_PACKAGES=(
   libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
   libhiredis-dev redis-server
+  python3-jinja2
 )
 # Node.js and npm run the oracles. Some images ship a Node.js build that
 # bundles npm (so Debian's npm package conflicts with it): install Debian's
