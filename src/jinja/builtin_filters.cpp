@@ -16,6 +16,7 @@
 
 #include "jinja/builtins.h"
 #include "jinja/interpreter.h"
+#include "jinja/py_format.h"
 #include "jinja/py_string.h"
 #include "jinja/template_error.h"
 #include "jinja/value_format.h"

@@ -34,9 +34,6 @@ Value unsafe_undefined(const Value& obj, std::string_view name);
 Value missing_attribute(const Value& obj, std::string_view name);
 Value missing_item(const Value& obj, const Value& key);
 
-// Python's `str % args`.
-std::string percent_format(Interpreter& interp, const std::string& format, const Value& args);
-
 // Binds call arguments to a Python signature: positional parameters in
 // order, then keywords by name. Throws Python's TypeErrors.
 class ArgBinder {
