@@ -88,6 +88,17 @@ Expected<std::string> ChatTemplateRenderer::render_once(const json& messages,
 
 Expected<std::string> ChatTemplateRenderer::render(const json& messages,
                                                    const ChatRenderParams& params) const {
+  try {
+    return render_checked(messages, params);
+  } catch (const std::bad_alloc&) {
+    return TemplateError(ErrorKind::kLimit, "out of memory while rendering the chat template");
+  } catch (const std::exception& e) {
+    return TemplateError(ErrorKind::kRuntime, std::string("internal error: ") + e.what());
+  }
+}
+
+Expected<std::string> ChatTemplateRenderer::render_checked(const json& messages,
+                                                           const ChatRenderParams& params) const {
   if (!params.continue_final_message) return render_once(messages, params);
 
   // transformers' render_jinja_template, continue_final_message branch.

@@ -88,6 +88,8 @@ class ChatTemplateRenderer {
   ChatTemplateRenderer(Template t, std::string source, ChatTemplateOptions options)
       : template_(std::move(t)), source_(std::move(source)), options_(std::move(options)) {}
 
+  Expected<std::string> render_checked(const nlohmann::ordered_json& messages,
+                                       const ChatRenderParams& params) const;
   Expected<std::string> render_once(const nlohmann::ordered_json& messages,
                                     const ChatRenderParams& params) const;
 

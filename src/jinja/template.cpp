@@ -22,6 +22,8 @@ Expected<Template> Template::parse(std::string_view source, const ParseOptions& 
     return std::move(e.error());
   } catch (const std::bad_alloc&) {
     return TemplateError(ErrorKind::kLimit, "out of memory while parsing the template");
+  } catch (const std::exception& e) {
+    return TemplateError(ErrorKind::kRuntime, std::string("internal error: ") + e.what());
   }
 }
 
@@ -36,6 +38,8 @@ Expected<std::string> Template::render(const std::vector<std::pair<std::string, 
     return TemplateError(ErrorKind::kLimit, "out of memory while rendering the template");
   } catch (const std::length_error& e) {
     return TemplateError(ErrorKind::kLimit, std::string("template value too large: ") + e.what());
+  } catch (const std::exception& e) {
+    return TemplateError(ErrorKind::kRuntime, std::string("internal error: ") + e.what());
   }
 }
 

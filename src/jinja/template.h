@@ -42,7 +42,10 @@ class Template {
  public:
   static Expected<Template> parse(std::string_view source, const ParseOptions& options = {});
 
-  // Renders with `vars` as the context; a later duplicate name wins.
+  // Renders with `vars` as the context; a later duplicate name wins. As in
+  // Jinja, a template may change a list it was given (list.pop/clear are
+  // allowed by the sandbox), so concurrent renders need their own Values
+  // (ChatTemplateRenderer builds them per call).
   Expected<std::string> render(const std::vector<std::pair<std::string, Value>>& vars,
                                const RenderOptions& options = {}) const;
 
