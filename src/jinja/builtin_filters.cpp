@@ -27,7 +27,7 @@ namespace {
 // soft_str(): str(value), keeping Markup.
 Value soft_str(Interpreter& interp, const Value& v) {
   if (v.is_string()) return v;
-  return interp.make_string(to_str(v));
+  return interp.make_string(to_str(v, interp.max_string_bytes()));
 }
 
 Value iterator(std::string kind, std::vector<Value> items) {
@@ -35,6 +35,7 @@ Value iterator(std::string kind, std::vector<Value> items) {
 }
 
 std::vector<Value> items_of(Interpreter& interp, const Value& v) {
+  if (const auto n = length_of(v)) interp.check_items(static_cast<size_t>(*n));
   std::vector<Value> items = iterate(v);
   interp.charge_items(items.size());
   return items;
@@ -91,7 +92,7 @@ Value f_abs(Interpreter&, const Value& v, CallArgs& args) {
 Value f_attr(Interpreter& interp, const Value& v, CallArgs& args) {
   ArgBinder b("attr", args, {"name"});
   if (!b.get(0)) throw_runtime("attr() missing required argument 'name'");
-  const std::string name = to_str(*b.get(0));
+  const std::string name = to_str(*b.get(0), interp.max_string_bytes());
   if (v.is_undefined()) fail_undefined(v);
   if (v.is_object() || method_access(v, name) != MethodAccess::kNone) {
     if (v.is_object() && !v.as_object()->get_attr(name)) return missing_attribute(v, name);
@@ -183,7 +184,7 @@ Value f_default(Interpreter&, const Value& v, CallArgs& args) {
 Value f_dictsort(Interpreter& interp, const Value& v, CallArgs& args) {
   ArgBinder b("dictsort", args, {"case_sensitive", "by", "reverse"});
   const bool case_sensitive = b.get(0) && truthy(*b.get(0));
-  const std::string by = b.get(1) ? to_str(*b.get(1)) : "key";
+  const std::string by = b.get(1) ? to_str(*b.get(1), interp.max_string_bytes()) : "key";
   const bool reverse = b.get(2) && truthy(*b.get(2));
   if (by != "key" && by != "value") {
     throw_runtime("You can only sort by either \"key\" or \"value\"");
@@ -308,14 +309,14 @@ Value f_max(Interpreter& interp, const Value& v, CallArgs& args) {
 
 Value f_join(Interpreter& interp, const Value& v, CallArgs& args) {
   ArgBinder b("join", args, {"d", "attribute"});
-  const std::string sep = b.get(0) ? to_str(*b.get(0)) : std::string();
+  const std::string sep = b.get(0) ? to_str(*b.get(0), interp.max_string_bytes()) : std::string();
   const AttrGetter getter(b.get(1), false, nullptr);
   std::string out;
   bool first = true;
   for (const Value& item : items_of(interp, v)) {
     if (!first) out += sep;
     first = false;
-    append_str(b.get(1) ? getter(interp, item) : item, &out);
+    append_str(b.get(1) ? getter(interp, item) : item, &out, interp.max_string_bytes());
     if (out.size() > interp.options().limits.max_output_bytes) break;
   }
   return interp.make_string(std::move(out));
@@ -566,7 +567,7 @@ Value f_trim(Interpreter& interp, const Value& v, CallArgs& args) {
   const Value s = soft_str(interp, v);
   std::string chars;
   const bool has = b.get(0) && !b.get(0)->is_none();
-  if (has) chars = to_str(*b.get(0));
+  if (has) chars = to_str(*b.get(0), interp.max_string_bytes());
   return interp.make_string(
       std::string(py::strip(s.as_string(), has ? &chars : nullptr, true, true)), s.is_markup());
 }
@@ -577,9 +578,11 @@ Value f_replace(Interpreter& interp, const Value& v, CallArgs& args) {
   const int64_t count = b.get(2) && !b.get(2)->is_none() ? to_int_arg(*b.get(2), "count") : -1;
   // Without autoescape Jinja returns str(s).replace(str(old), str(new), count).
   CallArgs method_args;
-  method_args.positional = {Value::string(to_str(*b.get(0))), Value::string(to_str(*b.get(1))),
+  method_args.positional = {Value::string(to_str(*b.get(0), interp.max_string_bytes())),
+                            Value::string(to_str(*b.get(1), interp.max_string_bytes())),
                             Value::integer(count)};
-  return call_method(interp, Value::string(to_str(v)), "replace", method_args);
+  return call_method(interp, Value::string(to_str(v, interp.max_string_bytes())), "replace",
+                     method_args);
 }
 
 Value f_reverse(Interpreter& interp, const Value& v, CallArgs& args) {
@@ -609,10 +612,10 @@ double python_round(double x, int64_t ndigits) {
   return z * p;
 }
 
-Value f_round(Interpreter&, const Value& v, CallArgs& args) {
+Value f_round(Interpreter& interp, const Value& v, CallArgs& args) {
   ArgBinder b("round", args, {"precision", "method"});
   const int64_t precision = b.get(0) ? to_int_arg(*b.get(0), "precision") : 0;
-  const std::string method = b.get(1) ? to_str(*b.get(1)) : "common";
+  const std::string method = b.get(1) ? to_str(*b.get(1), interp.max_string_bytes()) : "common";
   if (method != "common" && method != "ceil" && method != "floor") {
     throw_runtime("method must be common, ceil or floor");
   }
@@ -643,18 +646,18 @@ Value f_round(Interpreter&, const Value& v, CallArgs& args) {
 
 Value f_safe(Interpreter& interp, const Value& v, CallArgs& args) {
   ArgBinder b("safe", args, {});
-  return interp.make_string(to_str(v), true);
+  return interp.make_string(to_str(v, interp.max_string_bytes()), true);
 }
 
 Value f_escape(Interpreter& interp, const Value& v, CallArgs& args) {
   ArgBinder b("escape", args, {});
   if (v.is_markup()) return v;
-  return interp.make_string(py::escape_html(to_str(v)), true);
+  return interp.make_string(py::escape_html(to_str(v, interp.max_string_bytes())), true);
 }
 
 Value f_forceescape(Interpreter& interp, const Value& v, CallArgs& args) {
   ArgBinder b("forceescape", args, {});
-  return interp.make_string(py::escape_html(to_str(v)), true);
+  return interp.make_string(py::escape_html(to_str(v, interp.max_string_bytes())), true);
 }
 
 Value f_string(Interpreter& interp, const Value& v, CallArgs& args) {
@@ -665,7 +668,8 @@ Value f_string(Interpreter& interp, const Value& v, CallArgs& args) {
 Value f_striptags(Interpreter& interp, const Value& v, CallArgs& args) {
   ArgBinder b("striptags", args, {});
   CallArgs none;
-  return call_method(interp, Value::markup(to_str(v)), "striptags", none);
+  return call_method(interp, Value::markup(to_str(v, interp.max_string_bytes())), "striptags",
+                     none);
 }
 
 Value f_sum(Interpreter& interp, const Value& v, CallArgs& args) {
@@ -707,7 +711,7 @@ Value f_tojson(Interpreter& interp, const Value& v, CallArgs& args) {
   }
   options.sort_keys = b.get(3) && truthy(*b.get(3));
   std::string out;
-  append_json(v, options, &out);
+  append_json(v, options, &out, interp.max_string_bytes());
   return interp.make_string(std::move(out));
 }
 
@@ -715,7 +719,7 @@ Value f_truncate(Interpreter& interp, const Value& v, CallArgs& args) {
   ArgBinder b("truncate", args, {"length", "killwords", "end", "leeway"});
   const int64_t length = b.get(0) ? to_int_arg(*b.get(0), "length") : 255;
   const bool killwords = b.get(1) && truthy(*b.get(1));
-  const std::string end = b.get(2) ? to_str(*b.get(2)) : "...";
+  const std::string end = b.get(2) ? to_str(*b.get(2), interp.max_string_bytes()) : "...";
   const int64_t leeway = b.get(3) && !b.get(3)->is_none() ? to_int_arg(*b.get(3), "leeway") : 5;
   const auto end_len = static_cast<int64_t>(py::length(end));
   if (length < end_len) {
@@ -772,7 +776,7 @@ Value f_map(Interpreter& interp, const Value& v, CallArgs& args) {
     for (const Value& item : items) out.push_back(getter(interp, item));
     return iterator("generator", std::move(out));
   }
-  const std::string name = to_str(args.positional[0]);
+  const std::string name = to_str(args.positional[0], interp.max_string_bytes());
   for (const Value& item : items) {
     CallArgs rest;
     rest.positional.assign(args.positional.begin() + 1, args.positional.end());
@@ -796,7 +800,7 @@ Value select_or_reject(Interpreter& interp, const Value& v, CallArgs& args, bool
     off = 1;
   }
   std::optional<std::string> test;
-  if (args.positional.size() > off) test = to_str(args.positional[off]);
+  if (args.positional.size() > off) test = to_str(args.positional[off], interp.max_string_bytes());
   std::vector<Value> out;
   for (Value& item : items_of(interp, v)) {
     const Value subject = getter ? (*getter)(interp, item) : item;

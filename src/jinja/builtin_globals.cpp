@@ -156,17 +156,19 @@ class JoinerObject : public Object {
   bool used_ = false;
 };
 
-Value g_joiner(Interpreter&, CallArgs& args) {
+Value g_joiner(Interpreter& interp, CallArgs& args) {
   ArgBinder b("joiner", args, {"sep"});
-  return Value::object(std::make_shared<JoinerObject>(b.get(0) ? to_str(*b.get(0)) : ", "));
+  return Value::object(std::make_shared<JoinerObject>(
+      b.get(0) ? to_str(*b.get(0), interp.max_string_bytes()) : ", "));
 }
 
-Value g_raise_exception(Interpreter&, CallArgs& args) {
+Value g_raise_exception(Interpreter& interp, CallArgs& args) {
   ArgBinder b("raise_exception", args, {"message"});
   if (!b.get(0)) {
     throw_runtime("raise_exception() missing 1 required positional argument: 'message'");
   }
-  throw TemplateException(TemplateError(ErrorKind::kRaised, to_str(*b.get(0))));
+  throw TemplateException(
+      TemplateError(ErrorKind::kRaised, to_str(*b.get(0), interp.max_string_bytes())));
 }
 
 Value g_strftime_now(Interpreter& interp, CallArgs& args) {

@@ -378,7 +378,7 @@ Value list_method(Interpreter& interp, const Value& self, const std::string& nam
     for (int64_t i = start; i < end; ++i) {
       if (equal(items[static_cast<size_t>(i)], *b.get(0))) return Value::integer(i);
     }
-    throw_runtime(to_repr(*b.get(0)) + " is not in list");
+    throw_runtime(to_repr(*b.get(0), interp.max_string_bytes()) + " is not in list");
   }
   if (name == "copy") {
     if (!args.positional.empty() || !args.keywords.empty())

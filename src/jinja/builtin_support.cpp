@@ -47,7 +47,15 @@ std::string BoundMethod::repr() const {
 }
 
 std::string NamespaceObject::repr() const {
-  return "<Namespace " + to_repr(Value::dict(attrs_)) + ">";
+  std::string out;
+  append_repr(&out, kNoByteLimit);
+  return out;
+}
+
+void NamespaceObject::append_repr(std::string* out, size_t max_bytes) const {
+  *out += "<Namespace ";
+  jinja::append_repr(Value::dict(attrs_), out, max_bytes);
+  *out += ">";
 }
 
 std::optional<Value> NamespaceObject::get_attr(std::string_view name) const {
@@ -79,7 +87,7 @@ Value missing_item(const Value& obj, const Value& key) {
   if (key.is_string()) return missing_attribute(obj, key.as_string());
   UndefinedInfo info;
   info.owner_type = object_type_repr(obj);
-  info.name = to_repr(key);
+  info.name = to_repr(key, size_t{1} << 20);
   info.name_is_key = true;
   return Value::undefined(std::move(info));
 }

@@ -82,13 +82,13 @@ bool t_number(Interpreter&, const Value& v, CallArgs& args) {
   no_args(args, "number");
   return v.is_number();
 }
-bool t_lower(Interpreter&, const Value& v, CallArgs& args) {
+bool t_lower(Interpreter& interp, const Value& v, CallArgs& args) {
   no_args(args, "lower");
-  return py::is_lower_string(to_str(v));
+  return py::is_lower_string(to_str(v, interp.max_string_bytes()));
 }
-bool t_upper(Interpreter&, const Value& v, CallArgs& args) {
+bool t_upper(Interpreter& interp, const Value& v, CallArgs& args) {
   no_args(args, "upper");
-  return py::is_upper_string(to_str(v));
+  return py::is_upper_string(to_str(v, interp.max_string_bytes()));
 }
 bool t_string(Interpreter&, const Value& v, CallArgs& args) {
   no_args(args, "string");

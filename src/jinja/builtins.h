@@ -90,6 +90,7 @@ class NamespaceObject : public Object {
   std::string type_name() const override { return "Namespace"; }
   std::string type_repr() const override { return "jinja2.utils.Namespace object"; }
   std::string repr() const override;
+  void append_repr(std::string* out, size_t max_bytes) const override;
   std::optional<Value> get_attr(std::string_view name) const override;
   void set_attr(const std::string& name, Value value) {
     attrs_.set(Value::string(name), std::move(value));

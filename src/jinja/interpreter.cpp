@@ -74,6 +74,13 @@ void Interpreter::charge_items(size_t n) {
   }
 }
 
+void Interpreter::check_items(size_t n) const {
+  if (static_cast<int64_t>(n) > options_.limits.max_iterations - iterations_) {
+    throw_limit("template ran more than " + std::to_string(options_.limits.max_iterations) +
+                " loop iterations");
+  }
+}
+
 void Interpreter::charge_bytes(size_t n) {
   work_bytes_ += n;
   if (work_bytes_ > options_.limits.max_work_bytes) {
@@ -139,7 +146,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const FramePtr& frame) {
             if (v.is_string()) {
               append_output(v.as_string());
             } else {
-              append_output(to_str(v));
+              append_output(to_str(v, max_string_bytes()));
             }
           } catch (TemplateException& e) {
             if (e.error().line() == 0) e.error().set_position(part.line, part.column);
@@ -191,13 +198,14 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const FramePtr& frame) {
           callee = eval(*call.callee, frame);
         }
         const Value result = this->call(callee, args);
-        append_output(to_str(result));
+        append_output(to_str(result, max_string_bytes()));
         return Flow::kNormal;
       }
       case StmtKind::kFilterBlock: {
         const auto& s = static_cast<const FilterBlockStmt&>(stmt);
         const Value body = make_string(capture(s.body, std::make_shared<Frame>(frame)));
-        append_output(to_str(eval_filter(static_cast<const FilterExpr&>(*s.filter), frame, &body)));
+        append_output(to_str(eval_filter(static_cast<const FilterExpr&>(*s.filter), frame, &body),
+                             max_string_bytes()));
         return Flow::kNormal;
       }
       case StmtKind::kWith: {
@@ -227,6 +235,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const FramePtr& frame) {
 
 void Interpreter::run_loop(const ForStmt& s, const FramePtr& frame, const Value& iterable,
                            int depth0) {
+  if (const auto n = length_of(iterable)) check_items(static_cast<size_t>(*n));
   std::vector<Value> items = iterate(iterable);
   if (s.filter) {
     charge_items(items.size());
@@ -790,7 +799,7 @@ Value Interpreter::eval(const Expr& e, const FramePtr& frame) {
         if (v.is_string()) {
           s += v.as_string();
         } else {
-          append_str(v, &s);
+          append_str(v, &s, max_string_bytes());
         }
         if (s.size() > options_.limits.max_output_bytes) make_string(std::move(s));
       }

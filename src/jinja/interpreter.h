@@ -40,6 +40,8 @@ class Interpreter {
 
   // ---- services for builtins ----
   const RenderOptions& options() const { return options_; }
+  // The bound on any string the render builds (RenderLimits::max_output_bytes).
+  size_t max_string_bytes() const { return options_.limits.max_output_bytes; }
   // Calls any callable Value (macro, builtin, bound method).
   Value call(const Value& callee, CallArgs& args);
   // environment.getattr / getitem of the sandbox.
@@ -51,6 +53,9 @@ class Interpreter {
   // Budget accounting; throw kLimit errors when a bound is crossed.
   void charge_items(size_t n);
   void charge_bytes(size_t n);
+  // Fails now if walking `n` more items could not fit the iteration budget
+  // (checked before a sequence is materialized).
+  void check_items(size_t n) const;
   // A string value after checking its size against the limits.
   Value make_string(std::string s, bool markup = false);
   // Python's binary operators (+ - * / // % **).

@@ -198,7 +198,8 @@ std::string percent_format(Interpreter& interp, const std::string& format, const
       case 's':
       case 'r':
       case 'a': {
-        std::string text = s.conv == 's' ? to_str(arg) : to_repr(arg);
+        std::string text = s.conv == 's' ? to_str(arg, interp.max_string_bytes())
+                                         : to_repr(arg, interp.max_string_bytes());
         if (s.precision >= 0) text = py::slice(text, false, 0, true, s.precision, 1);
         piece = pad_to(text, s, false);
         break;
@@ -360,8 +361,8 @@ std::string group_digits(const std::string& digits, char sep, int every) {
   return out;
 }
 
-std::string format_value(const Value& v, const std::string& spec) {
-  if (spec.empty()) return to_str(v);
+std::string format_value(const Value& v, const std::string& spec, size_t max_bytes) {
+  if (spec.empty()) return to_str(v, max_bytes);
   const FormatSpec f = parse_spec(spec);
   if (v.is_string()) {
     if (f.type && f.type != 's')
@@ -569,13 +570,13 @@ std::string str_format(Interpreter& interp, const std::string& fmt, CallArgs& ar
     }
     Value v = resolve(name);
     if (conversion == 'r' || conversion == 'a') {
-      v = Value::string(to_repr(v));
+      v = Value::string(to_repr(v, interp.max_string_bytes()));
     } else if (conversion == 's') {
-      v = Value::string(to_str(v));
+      v = Value::string(to_str(v, interp.max_string_bytes()));
     } else if (conversion != 0) {
       throw_runtime(std::string("Unknown conversion specifier ") + conversion);
     }
-    const std::string piece = format_value(v, spec);
+    const std::string piece = format_value(v, spec, interp.max_string_bytes());
     interp.charge_bytes(piece.size());
     out += piece;
   }

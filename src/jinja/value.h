@@ -165,6 +165,12 @@ class Object {
   virtual std::string type_repr() const = 0;
   // repr()/str() (they agree for every object here).
   virtual std::string repr() const = 0;
+  // repr() appended to `out`; objects holding values (a namespace) override
+  // it to stop past `max_bytes` (see value_format.h).
+  virtual void append_repr(std::string* out, size_t max_bytes) const {
+    (void)max_bytes;
+    *out += repr();
+  }
   // Attribute lookup (environment.getattr): nullopt when there is none.
   virtual std::optional<Value> get_attr(std::string_view name) const {
     (void)name;

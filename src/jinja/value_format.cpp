@@ -10,6 +10,12 @@
 namespace strata::jinja {
 namespace {
 
+void check_size(const std::string& out, size_t max_bytes) {
+  if (out.size() > max_bytes) {
+    throw_limit("template built a string of more than " + std::to_string(max_bytes) + " bytes");
+  }
+}
+
 void append_int(int64_t i, std::string* out) {
   char buf[24];
   auto res = std::to_chars(buf, buf + sizeof(buf), i);
@@ -97,6 +103,7 @@ struct JsonWriter {
   std::string* out;
   std::string item_sep;
   std::string key_sep;
+  size_t max_bytes;
 
   void newline(int level) {
     *out += '\n';
@@ -157,6 +164,7 @@ struct JsonWriter {
           if (i > 0) *out += item_sep;
           if (options.has_indent) newline(level + 1);
           write(items[i], level + 1);
+          check_size(*out, max_bytes);
         }
         if (options.has_indent) newline(level);
         *out += ']';
@@ -184,6 +192,7 @@ struct JsonWriter {
           write_key(e->first);
           *out += key_sep;
           write(e->second, level + 1);
+          check_size(*out, max_bytes);
         }
         if (options.has_indent) newline(level);
         *out += '}';
@@ -248,29 +257,33 @@ std::string float_repr(double d) {
   return out;
 }
 
-void append_str(const Value& v, std::string* out) {
+void append_str(const Value& v, std::string* out, size_t max_bytes) {
   switch (v.kind()) {
     case ValueKind::kUndefined:
       return;
     case ValueKind::kString:
       *out += v.as_string();
+      check_size(*out, max_bytes);
       return;
     case ValueKind::kInt:
       append_int(v.as_int(), out);
       return;
     default:
-      append_repr(v, out);
+      append_repr(v, out, max_bytes);
   }
 }
 
-std::string to_str(const Value& v) {
-  if (v.is_string()) return v.as_string();
+std::string to_str(const Value& v, size_t max_bytes) {
+  if (v.is_string()) {
+    check_size(v.as_string(), max_bytes);
+    return v.as_string();
+  }
   std::string out;
-  append_str(v, &out);
+  append_str(v, &out, max_bytes);
   return out;
 }
 
-void append_repr(const Value& v, std::string* out) {
+void append_repr(const Value& v, std::string* out, size_t max_bytes) {
   switch (v.kind()) {
     case ValueKind::kUndefined:
       *out += "Undefined";
@@ -295,13 +308,15 @@ void append_repr(const Value& v, std::string* out) {
       } else {
         py::append_repr(v.as_string(), out);
       }
+      check_size(*out, max_bytes);
       return;
     case ValueKind::kList: {
       const auto& items = v.as_list();
       *out += v.is_tuple() ? '(' : '[';
       for (size_t i = 0; i < items.size(); ++i) {
         if (i > 0) *out += ", ";
-        append_repr(items[i], out);
+        append_repr(items[i], out, max_bytes);
+        check_size(*out, max_bytes);
       }
       if (v.is_tuple() && items.size() == 1) *out += ',';
       *out += v.is_tuple() ? ')' : ']';
@@ -313,27 +328,29 @@ void append_repr(const Value& v, std::string* out) {
       for (const auto& [k, value] : v.as_dict().entries()) {
         if (!first) *out += ", ";
         first = false;
-        append_repr(k, out);
+        append_repr(k, out, max_bytes);
         *out += ": ";
-        append_repr(value, out);
+        append_repr(value, out, max_bytes);
+        check_size(*out, max_bytes);
       }
       *out += '}';
       return;
     }
     case ValueKind::kObject:
-      *out += v.as_object()->repr();
+      v.as_object()->append_repr(out, max_bytes);
+      check_size(*out, max_bytes);
       return;
   }
 }
 
-std::string to_repr(const Value& v) {
+std::string to_repr(const Value& v, size_t max_bytes) {
   std::string out;
-  append_repr(v, &out);
+  append_repr(v, &out, max_bytes);
   return out;
 }
 
-void append_json(const Value& v, const JsonOptions& options, std::string* out) {
-  JsonWriter w{options, out, {}, {}};
+void append_json(const Value& v, const JsonOptions& options, std::string* out, size_t max_bytes) {
+  JsonWriter w{options, out, {}, {}, max_bytes};
   if (options.has_separators) {
     w.item_sep = options.item_separator;
     w.key_sep = options.key_separator;

@@ -49,6 +49,19 @@ TEST(Limits, OutputAndStringSizesAreBounded) {
             ErrorKind::kLimit);
 }
 
+TEST(Limits, PrintingSharedValuesIsBounded) {
+  // A million references to one long string: small in memory, enormous as
+  // text. Printing, joining, repr and tojson stop at the output bound.
+  const std::string setup = "{% set big = ['x' * 100000] * 1000000 %}";
+  EXPECT_EQ(error_kind(setup + "{{ big }}"), ErrorKind::kLimit);
+  EXPECT_EQ(error_kind(setup + "{{ big|tojson }}"), ErrorKind::kLimit);
+  EXPECT_EQ(error_kind(setup + "{{ big|join }}"), ErrorKind::kLimit);
+  EXPECT_EQ(error_kind(setup + "{{ big|string|length }}"), ErrorKind::kLimit);
+  EXPECT_EQ(error_kind(setup + "{{ '%s' % (big,) }}"), ErrorKind::kLimit);
+  EXPECT_EQ(error_kind(setup + "{% set ns = namespace(b=big) %}{{ ns }}"), ErrorKind::kLimit);
+  EXPECT_EQ(error_kind("{% for c in 'x' * 8000000 %}{% endfor %}"), ErrorKind::kLimit);
+}
+
 TEST(Limits, IntegerOverflowIsAnErrorNotUndefinedBehaviour) {
   EXPECT_EQ(error_kind("{{ 9223372036854775807 + 1 }}"), ErrorKind::kLimit);
   EXPECT_EQ(error_kind("{{ 2 ** 64 }}"), ErrorKind::kLimit);
