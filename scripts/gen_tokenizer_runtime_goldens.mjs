@@ -46,9 +46,11 @@ for (const [name, file] of Object.entries(vocabs)) {
     if (decodedSkip !== decoded) row.decoded_skip = decodedSkip;
     out.push(JSON.stringify(row));
   }
-  // Write then rename, so a reader never sees half a file.
+  // Write then rename, so a reader (or a test running in parallel) never
+  // sees half a file.
   const target = path.join(outDir, `golden_${name}.jsonl`);
-  fs.writeFileSync(target + '.tmp', out.join('\n') + '\n');
-  fs.renameSync(target + '.tmp', target);
+  const tmp = `${target}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, out.join('\n') + '\n');
+  fs.renameSync(tmp, target);
   console.log(`${name}: ${out.length} strings -> ${target}`);
 }
