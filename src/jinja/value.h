@@ -10,13 +10,14 @@
 // behaviour: namespace(), the loop variable, macros, bound methods, builtin
 // functions and one-shot iterators (what Jinja's generator filters return).
 //
-// Ownership: strings, lists and dicts are immutable and shared by reference
-// count, so copying a Value is cheap and a template can never change data it
-// was given (ImmutableSandboxedEnvironment forbids mutation as well). The only
-// mutable things are Objects (a namespace's attributes, an iterator's
-// position), shared the same way. Values of one render are used by one
-// thread; Values built before a render (e.g. literals in a parsed template)
-// are only read and may be shared across threads.
+// Ownership: strings, lists and dicts are shared by reference count, so
+// copying a Value is cheap. Strings and dicts never change; a list changes
+// only through list.pop/clear, which Jinja's ImmutableSandboxedEnvironment
+// allows (every holder sees the change, as in Python). Objects carry their
+// own state (a namespace's attributes, an iterator's position). Values of
+// one render are used by one thread; the literals of a parsed template
+// (None, bools, numbers, strings) are only read and may be shared across
+// threads, while list and dict literals are built afresh each evaluation.
 #pragma once
 
 #include <cstdint>
