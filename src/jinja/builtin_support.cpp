@@ -48,13 +48,36 @@ std::string BoundMethod::repr() const {
 
 std::string NamespaceObject::repr() const {
   std::string out;
-  append_repr(&out, kNoByteLimit);
+  append_repr(&out, kNoByteLimit, 0);
   return out;
 }
 
-void NamespaceObject::append_repr(std::string* out, size_t max_bytes) const {
+void NamespaceObject::append_repr(std::string* out, size_t max_bytes, int depth) const {
+  // Python's dict repr prints a dict it is already printing as {...}.
+  if (in_repr_) {
+    *out += "<Namespace {...}>";
+    return;
+  }
+  in_repr_ = true;
   *out += "<Namespace ";
-  jinja::append_repr(Value::dict(attrs_), out, max_bytes);
+  try {
+    // The attributes, as a dict repr (not a dict Value: that would count
+    // the depth of what the namespace holds against kMaxValueDepth twice).
+    *out += '{';
+    bool first = true;
+    for (const auto& [k, v] : attrs_.entries()) {
+      if (!first) *out += ", ";
+      first = false;
+      append_repr_at(k, out, max_bytes, depth + 1);
+      *out += ": ";
+      append_repr_at(v, out, max_bytes, depth + 1);
+    }
+    *out += '}';
+  } catch (...) {
+    in_repr_ = false;
+    throw;
+  }
+  in_repr_ = false;
   *out += ">";
 }
 

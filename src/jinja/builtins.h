@@ -90,7 +90,7 @@ class NamespaceObject : public Object {
   std::string type_name() const override { return "Namespace"; }
   std::string type_repr() const override { return "jinja2.utils.Namespace object"; }
   std::string repr() const override;
-  void append_repr(std::string* out, size_t max_bytes) const override;
+  void append_repr(std::string* out, size_t max_bytes, int depth) const override;
   std::optional<Value> get_attr(std::string_view name) const override;
   void set_attr(const std::string& name, Value value) {
     attrs_.set(Value::string(name), std::move(value));
@@ -99,6 +99,7 @@ class NamespaceObject : public Object {
 
  private:
   DictData attrs_;
+  mutable bool in_repr_ = false;  // a namespace that holds itself prints {...}
 };
 
 // What Jinja's generator filters (select, map, items, ...) return: iterable

@@ -90,6 +90,8 @@ Expected<std::string> ChatTemplateRenderer::render(const json& messages,
                                                    const ChatRenderParams& params) const {
   try {
     return render_checked(messages, params);
+  } catch (TemplateException& e) {  // value_from_json's depth bound
+    return std::move(e.error());
   } catch (const std::bad_alloc&) {
     return TemplateError(ErrorKind::kLimit, "out of memory while rendering the chat template");
   } catch (const std::exception& e) {

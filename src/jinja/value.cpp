@@ -1,5 +1,6 @@
 #include "jinja/value.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "jinja/py_string.h"
@@ -122,9 +123,23 @@ Value Value::markup(std::string s) {
   return v;
 }
 
+namespace {
+
+uint16_t container_depth(int deepest_child) {
+  if (deepest_child + 1 > kMaxValueDepth) {
+    throw_limit("values nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
+  }
+  return static_cast<uint16_t>(deepest_child + 1);
+}
+
+}  // namespace
+
 Value Value::list(std::vector<Value> items) {
   Value v;
   v.kind_ = ValueKind::kList;
+  int deepest = 0;
+  for (const Value& item : items) deepest = std::max(deepest, item.depth());
+  v.depth_ = container_depth(deepest);
   v.ptr_ = std::make_shared<const std::vector<Value>>(std::move(items));
   return v;
 }
@@ -138,6 +153,11 @@ Value Value::tuple(std::vector<Value> items) {
 Value Value::dict(DictData d) {
   Value v;
   v.kind_ = ValueKind::kDict;
+  int deepest = 0;
+  for (const auto& [key, value] : d.entries()) {
+    deepest = std::max({deepest, key.depth(), value.depth()});
+  }
+  v.depth_ = container_depth(deepest);
   v.ptr_ = std::make_shared<const DictData>(std::move(d));
   return v;
 }
@@ -387,7 +407,12 @@ bool contains(const Value& haystack, const Value& needle) {
   }
 }
 
-Value value_from_json(const nlohmann::ordered_json& j) {
+namespace {
+
+Value from_json(const nlohmann::ordered_json& j, int depth) {
+  if ((j.is_array() || j.is_object()) && depth >= kMaxValueDepth) {
+    throw_limit("JSON nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
+  }
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null:
       return Value::none();
@@ -407,18 +432,24 @@ Value value_from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& item : j) items.push_back(value_from_json(item));
+      for (const auto& item : j) items.push_back(from_json(item, depth + 1));
       return Value::list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       DictData d;
       d.reserve(j.size());
-      for (const auto& [k, item] : j.items()) d.set(Value::string(k), value_from_json(item));
+      for (const auto& [k, item] : j.items()) d.set(Value::string(k), from_json(item, depth + 1));
       return Value::dict(std::move(d));
     }
     default:
       return Value::none();
   }
+}
+
+}  // namespace
+
+Value value_from_json(const nlohmann::ordered_json& j) {
+  return from_json(j, 0);
 }
 
 }  // namespace strata::jinja

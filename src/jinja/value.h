@@ -118,10 +118,16 @@ class Value {
   bool same_object(const Value& other) const {
     return kind_ == other.kind_ && ptr_ && ptr_ == other.ptr_;
   }
+  // Nesting depth of a list/tuple/dict (1 + its deepest element; objects
+  // count as leaves); 0 for everything else. Bounded by kMaxValueDepth, so
+  // no recursive walk (==, <, repr, tojson, destruction) can exhaust the
+  // stack.
+  int depth() const { return depth_; }
 
  private:
   ValueKind kind_ = ValueKind::kUndefined;
   bool flag_ = false;  // tuple (lists), Markup (strings)
+  uint16_t depth_ = 0;
   union {
     bool b_;
     int64_t i_ = 0;
@@ -149,6 +155,10 @@ class DictData {
   std::vector<std::pair<Value, Value>> entries_;
 };
 
+// Lists and dicts nested deeper than this are a kLimit error (Python gives
+// up near 1000 levels of recursion itself).
+inline constexpr int kMaxValueDepth = 512;
+
 // Arguments of a call: positional, then keyword (in call order).
 struct CallArgs {
   std::vector<Value> positional;
@@ -167,9 +177,11 @@ class Object {
   // repr()/str() (they agree for every object here).
   virtual std::string repr() const = 0;
   // repr() appended to `out`; objects holding values (a namespace) override
-  // it to stop past `max_bytes` (see value_format.h).
-  virtual void append_repr(std::string* out, size_t max_bytes) const {
+  // it to stop past `max_bytes` (see value_format.h) and past `depth`
+  // levels of nesting.
+  virtual void append_repr(std::string* out, size_t max_bytes, int depth) const {
     (void)max_bytes;
+    (void)depth;
     *out += repr();
   }
   // Attribute lookup (environment.getattr): nullopt when there is none.
@@ -210,7 +222,8 @@ std::optional<int64_t> length_of(const Value& v);
 bool contains(const Value& haystack, const Value& needle);
 
 // JSON (nlohmann::ordered_json keeps key order) to Value: objects become
-// dicts, arrays lists, numbers int or float as stored.
+// dicts, arrays lists, numbers int or float as stored. Throws
+// TemplateException (kLimit) past kMaxValueDepth levels of nesting.
 Value value_from_json(const nlohmann::ordered_json& j);
 
 }  // namespace strata::jinja

@@ -284,6 +284,13 @@ std::string to_str(const Value& v, size_t max_bytes) {
 }
 
 void append_repr(const Value& v, std::string* out, size_t max_bytes) {
+  append_repr_at(v, out, max_bytes, 0);
+}
+
+void append_repr_at(const Value& v, std::string* out, size_t max_bytes, int depth) {
+  if (depth > kMaxValueDepth) {
+    throw_limit("values nested deeper than " + std::to_string(kMaxValueDepth) + " levels");
+  }
   switch (v.kind()) {
     case ValueKind::kUndefined:
       *out += "Undefined";
@@ -315,7 +322,7 @@ void append_repr(const Value& v, std::string* out, size_t max_bytes) {
       *out += v.is_tuple() ? '(' : '[';
       for (size_t i = 0; i < items.size(); ++i) {
         if (i > 0) *out += ", ";
-        append_repr(items[i], out, max_bytes);
+        append_repr_at(items[i], out, max_bytes, depth + 1);
         check_size(*out, max_bytes);
       }
       if (v.is_tuple() && items.size() == 1) *out += ',';
@@ -328,16 +335,16 @@ void append_repr(const Value& v, std::string* out, size_t max_bytes) {
       for (const auto& [k, value] : v.as_dict().entries()) {
         if (!first) *out += ", ";
         first = false;
-        append_repr(k, out, max_bytes);
+        append_repr_at(k, out, max_bytes, depth + 1);
         *out += ": ";
-        append_repr(value, out, max_bytes);
+        append_repr_at(value, out, max_bytes, depth + 1);
         check_size(*out, max_bytes);
       }
       *out += '}';
       return;
     }
     case ValueKind::kObject:
-      v.as_object()->append_repr(out, max_bytes);
+      v.as_object()->append_repr(out, max_bytes, depth + 1);
       check_size(*out, max_bytes);
       return;
   }

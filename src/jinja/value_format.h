@@ -23,6 +23,9 @@ void append_str(const Value& v, std::string* out, size_t max_bytes = kNoByteLimi
 std::string to_str(const Value& v, size_t max_bytes = kNoByteLimit);
 // repr(v).
 void append_repr(const Value& v, std::string* out, size_t max_bytes = kNoByteLimit);
+// The same, `depth` levels down already (objects that hold values call it);
+// past kMaxValueDepth levels it is a kLimit error.
+void append_repr_at(const Value& v, std::string* out, size_t max_bytes, int depth);
 std::string to_repr(const Value& v, size_t max_bytes = kNoByteLimit);
 // float.__repr__: shortest round-trip digits, "1.0", "1e+16", "inf", "nan".
 std::string float_repr(double d);

@@ -278,6 +278,7 @@ def snippets():
     add("set_namespace_dict_arg", "{% set ns = namespace({'a': 1}, b=2) %}{{ ns.a }}{{ ns.b }}{{ ns['a'] }}")
     add("set_namespace_error", "{% set x = 5 %}{% set x.attr = 1 %}")
     add("set_namespace_repr", "{% set ns = namespace(a=1) %}{{ ns }}")
+    add("set_namespace_self_repr", "{% set ns = namespace(a=1) %}{% set ns.self = ns %}{% set ns.l = [ns, 2] %}{{ ns }}")
     add("set_with", "{% with a = 1, b = 2 %}{{ a + b }}{% endwith %}[{{ a }}]{% set c = 5 %}{% with c = c + 1, e = c %}{{ c }}{{ e }}{% endwith %}{{ c }}")
     add("set_reassign_messages", "{% set msgs = msgs[1:] %}{{ msgs|length }}{% set msgs = [] %}{{ msgs }}")
     add("set_assign_const_error", "{% set true = 1 %}")

@@ -71,6 +71,26 @@ TEST(Limits, IntegerOverflowIsAnErrorNotUndefinedBehaviour) {
   EXPECT_EQ(error_kind("{{ (-9223372036854775807 - 1) // -1 }}"), ErrorKind::kLimit);
 }
 
+TEST(Limits, NestingIsBounded) {
+  // Only namespaces let a template build nesting step by step.
+  EXPECT_EQ(error_kind("{% set ns = namespace(x=[]) %}{% for i in range(2000) %}"
+                       "{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x|length }}"),
+            ErrorKind::kLimit);
+  EXPECT_EQ(error_kind("{% set ns = namespace(cur=none) %}{% for i in range(100000) %}"
+                       "{% set ns.cur = namespace(prev=ns.cur) %}{% endfor %}{{ ns }}"),
+            ErrorKind::kLimit);
+  // A namespace holding itself prints as Python prints a recursive dict.
+  EXPECT_EQ(render("{% set ns = namespace(a=1) %}{% set ns.self = ns %}{{ ns }}"),
+            "<Namespace {'a': 1, 'self': <Namespace {...}>}>");
+  EXPECT_EQ(render("{% set ns = namespace() %}{% set ns.l = [ns] %}{{ ns }}"),
+            "<Namespace {'l': [<Namespace {...}>]}>");
+  // Input JSON nested past the bound is refused before any recursion.
+  std::string deep;
+  for (int i = 0; i < 5000; ++i) deep += "[";
+  for (int i = 0; i < 5000; ++i) deep += "]";
+  EXPECT_THROW(value_from_json(nlohmann::ordered_json::parse(deep)), TemplateException);
+}
+
 TEST(Limits, SelfReferencesDoNotLeak) {
   // Cycles through namespaces and macro frames are broken after the render
   // (LeakSanitizer in the fuzz build checks this).
