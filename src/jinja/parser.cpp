@@ -105,6 +105,24 @@ class Parser {
     Parser* parser;
   };
 
+  // A left-nested chain (a + b + c, x.y.z, v|f|g) deepens the tree by one
+  // level per link, so each link counts as nesting until the chain ends.
+  struct ChainGuard {
+    explicit ChainGuard(Parser* p) : parser(p) {}
+    void link() {
+      ++links;
+      if (++parser->nesting_ > parser->max_nesting_) {
+        throw TemplateException(TemplateError(
+            ErrorKind::kLimit,
+            "template nesting exceeds " + std::to_string(parser->max_nesting_) + " levels",
+            parser->current().line, parser->current().column));
+      }
+    }
+    ~ChainGuard() { parser->nesting_ -= links; }
+    Parser* parser;
+    int links = 0;
+  };
+
   // ---- statements ----
 
   using EndNames = std::vector<std::string>;
@@ -544,7 +562,9 @@ class Parser {
     NestingGuard guard(this);
     const Token& start = current();
     ExprPtr expr1 = parse_or();
+    ChainGuard chain(this);
     while (skip_name("if")) {
+      chain.link();
       auto c = std::make_unique<CondExpr>(start.line, start.column);
       c->then_expr = std::move(expr1);
       c->test = parse_or();
@@ -556,7 +576,9 @@ class Parser {
 
   ExprPtr parse_or() {
     ExprPtr left = parse_and();
+    ChainGuard chain(this);
     while (is_name(current(), "or")) {
+      chain.link();
       const Token& t = advance();
       left = std::make_unique<LogicalExpr>(ExprKind::kOr, std::move(left), parse_and(), t.line,
                                            t.column);
@@ -566,7 +588,9 @@ class Parser {
 
   ExprPtr parse_and() {
     ExprPtr left = parse_not();
+    ChainGuard chain(this);
     while (is_name(current(), "and")) {
+      chain.link();
       const Token& t = advance();
       left = std::make_unique<LogicalExpr>(ExprKind::kAnd, std::move(left), parse_not(), t.line,
                                            t.column);
@@ -616,7 +640,9 @@ class Parser {
 
   ExprPtr parse_math1() {
     ExprPtr left = parse_concat();
+    ChainGuard chain(this);
     while (is_op(current(), "+") || is_op(current(), "-")) {
+      chain.link();
       const Token& t = advance();
       const BinaryOp op = t.text == "+" ? BinaryOp::kAdd : BinaryOp::kSub;
       left = std::make_unique<BinaryExpr>(op, std::move(left), parse_concat(), t.line, t.column);
@@ -636,6 +662,7 @@ class Parser {
 
   ExprPtr parse_math2() {
     ExprPtr left = parse_pow();
+    ChainGuard chain(this);
     while (true) {
       const Token& t = current();
       std::optional<BinaryOp> op;
@@ -644,6 +671,7 @@ class Parser {
       if (is_op(t, "//")) op = BinaryOp::kFloorDiv;
       if (is_op(t, "%")) op = BinaryOp::kMod;
       if (!op) break;
+      chain.link();
       advance();
       left = std::make_unique<BinaryExpr>(*op, std::move(left), parse_pow(), t.line, t.column);
     }
@@ -652,7 +680,9 @@ class Parser {
 
   ExprPtr parse_pow() {
     ExprPtr left = parse_unary(true);
+    ChainGuard chain(this);
     while (is_op(current(), "**")) {
+      chain.link();
       const Token& t = advance();
       left = std::make_unique<BinaryExpr>(BinaryOp::kPow, std::move(left), parse_unary(true),
                                           t.line, t.column);
@@ -775,8 +805,10 @@ class Parser {
   }
 
   ExprPtr parse_postfix(ExprPtr node) {
+    ChainGuard chain(this);
     while (true) {
       const Token& t = current();
+      if (is_op(t, ".") || is_op(t, "[") || is_op(t, "(")) chain.link();
       if (is_op(t, ".") || is_op(t, "[")) {
         node = parse_subscript(std::move(node));
       } else if (is_op(t, "(")) {
@@ -788,8 +820,10 @@ class Parser {
   }
 
   ExprPtr parse_filter_expr(ExprPtr node) {
+    ChainGuard chain(this);
     while (true) {
       const Token& t = current();
+      if (is_op(t, "|") || is_name(t, "is") || is_op(t, "(")) chain.link();
       if (is_op(t, "|")) {
         node = parse_filter(std::move(node), false);
       } else if (is_name(t, "is")) {
@@ -898,8 +932,9 @@ class Parser {
   }
 
   ExprPtr parse_filter(ExprPtr node, bool start_inline) {
+    ChainGuard chain(this);
     while (is_op(current(), "|") || start_inline) {
-      NestingGuard guard(this);
+      chain.link();
       if (!start_inline) advance();
       const Token& n = expect_name();
       std::string name = n.text;

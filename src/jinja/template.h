@@ -31,9 +31,10 @@ struct TemplateProgram;
 
 struct ParseOptions {
   LexerOptions lexer;  // trim_blocks / lstrip_blocks, both on (Hugging Face)
-  // Bound on nested statements and expressions (Jinja's own Python parser
-  // gives up near a hundred levels too).
-  int max_nesting = 100;
+  // Bound on the depth of the syntax tree: nested statements, parentheses,
+  // and the links of a chain (a + b + c, x.y.z, v|f|g). Jinja's recursive
+  // Python compiler gives up at a few hundred levels too.
+  int max_nesting = 256;
   // Bound on the template's size in bytes.
   size_t max_source_bytes = size_t{4} << 20;
 };

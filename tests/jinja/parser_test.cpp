@@ -82,8 +82,18 @@ TEST(Parser, NestingIsBounded) {
   std::string blocks;
   for (int i = 0; i < 300; ++i) blocks += "{% if true %}";
   EXPECT_EQ(Template::parse(blocks).error().kind(), ErrorKind::kLimit);
+  // Long chains nest too (one level per link), so the tree stays shallow.
+  std::string chain = "{{ 1";
+  for (int i = 0; i < 100000; ++i) chain += " + 1";
+  EXPECT_EQ(Template::parse(chain + " }}").error().kind(), ErrorKind::kLimit);
+  std::string filters = "{{ x";
+  for (int i = 0; i < 100000; ++i) filters += "|string";
+  EXPECT_EQ(Template::parse(filters + " }}").error().kind(), ErrorKind::kLimit);
   // Real templates nest far less.
   EXPECT_TRUE(Template::parse("{{ ((((((((((1)))))))))) }}").is_ok());
+  std::string fine = "{{ 1";
+  for (int i = 0; i < 100; ++i) fine += " + 1";
+  EXPECT_TRUE(Template::parse(fine + " }}").is_ok());
 }
 
 TEST(Parser, NamesAreCollected) {
