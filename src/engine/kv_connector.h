@@ -33,8 +33,8 @@
 #include <span>
 #include <vector>
 
-#include "kv/block_hash.h"
 #include "engine/prefix_probe.h"
+#include "kv/block_hash.h"
 #include "kv/kv_cache_manager.h"
 #include "runtime/kv_storage.h"
 #include "sched/request.h"
@@ -107,9 +107,7 @@ class KvConnector {
   // How many leading tokens of the chain each of this connector's sources
   // holds now (a router's probe). Thread-safe, unlike the rest; may wait on
   // I/O up to the sources' own timeouts. None by default.
-  virtual std::vector<KvSourceProbe> probe(std::span<const BlockHash> block_hashes) {
-    return {};
-  }
+  virtual std::vector<KvSourceProbe> probe(std::span<const BlockHash> block_hashes) { return {}; }
 };
 
 // The engine's half of a ready load: takes fresh blocks for the prompt's

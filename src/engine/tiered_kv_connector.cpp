@@ -189,7 +189,8 @@ int64_t TieredKvConnector::load_blocks(uint64_t load_id, int64_t first_block,
 std::vector<KvSourceProbe> TieredKvConnector::probe(std::span<const BlockHash> block_hashes) {
   // Chunk keys depend only on the fingerprint and the hashes: no engine state.
   std::vector<ChunkKey> keys;
-  for (int64_t k = 0; (k + 1) * blocks_per_chunk_ <= static_cast<int64_t>(block_hashes.size()); ++k) {
+  for (int64_t k = 0; (k + 1) * blocks_per_chunk_ <= static_cast<int64_t>(block_hashes.size());
+       ++k) {
     keys.push_back(chunk_key(block_hashes, k));
   }
   std::vector<KvSourceProbe> out;

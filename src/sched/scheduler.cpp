@@ -378,7 +378,8 @@ SchedulerStats Scheduler::stats() const {
   s.num_preemptions = num_preemptions_;
   s.num_steps = num_steps_;
   for (const auto& [id, r] : requests_) {
-    s.num_pending_prefill_tokens += std::max<int64_t>(0, r->num_prompt_tokens - r->num_computed_tokens);
+    s.num_pending_prefill_tokens +=
+        std::max<int64_t>(0, r->num_prompt_tokens - r->num_computed_tokens);
   }
   s.num_free_blocks = kv_->num_free_blocks();
   return s;

@@ -4,6 +4,8 @@
 
 #include <pcre2.h>
 
+#include <algorithm>
+
 #include "tokenizer/unicode_text.h"
 
 namespace strata {
@@ -22,7 +24,17 @@ struct MatchData {
 
 }  // namespace
 
-Result<RegexSplitter> RegexSplitter::compile(const std::string& pattern) {
+std::optional<SplitBehavior> split_behavior_from_name(std::string_view name) {
+  if (name == "Isolated") return SplitBehavior::kIsolated;
+  if (name == "Removed") return SplitBehavior::kRemoved;
+  if (name == "MergedWithPrevious") return SplitBehavior::kMergedWithPrevious;
+  if (name == "MergedWithNext") return SplitBehavior::kMergedWithNext;
+  if (name == "Contiguous") return SplitBehavior::kContiguous;
+  return std::nullopt;
+}
+
+Result<RegexSplitter> RegexSplitter::compile(const std::string& pattern, SplitBehavior behavior,
+                                             bool invert) {
   int err = 0;
   PCRE2_SIZE err_offset = 0;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
@@ -37,12 +49,14 @@ Result<RegexSplitter> RegexSplitter::compile(const std::string& pattern) {
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // optional: falls back to the interpreter
   RegexSplitter s;
   s.pattern_ = pattern;
+  s.behavior_ = behavior;
+  s.invert_ = invert;
   s.code_ = code;
   return s;
 }
 
 RegexSplitter::RegexSplitter(RegexSplitter&& o) noexcept
-    : pattern_(std::move(o.pattern_)), code_(o.code_) {
+    : pattern_(std::move(o.pattern_)), behavior_(o.behavior_), invert_(o.invert_), code_(o.code_) {
   o.code_ = nullptr;
 }
 
@@ -50,6 +64,8 @@ RegexSplitter& RegexSplitter::operator=(RegexSplitter&& o) noexcept {
   if (this != &o) {
     if (code_) pcre2_code_free(as_code(code_));
     pattern_ = std::move(o.pattern_);
+    behavior_ = o.behavior_;
+    invert_ = o.invert_;
     code_ = o.code_;
     o.code_ = nullptr;
   }
@@ -64,6 +80,16 @@ Status RegexSplitter::split(std::string_view text, std::vector<std::string_view>
   MatchData md(as_code(code_));
   if (md.data == nullptr) return internal_error("tokenizer: out of memory for regex match data");
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  // Alternating gaps and matches: [begin, end) and whether it is a match
+  // (after `invert`).
+  struct Segment {
+    size_t begin, end;
+    bool is_match;
+  };
+  std::vector<Segment> segments;
+  auto add = [&](size_t begin, size_t end, bool is_match) {
+    segments.push_back({begin, end, is_match != invert_});
+  };
   size_t gap_start = 0;
   size_t offset = 0;
   while (offset < text.size()) {
@@ -85,11 +111,65 @@ Status RegexSplitter::split(std::string_view text, std::vector<std::string_view>
       offset = begin + unicode::utf8_char_bytes(static_cast<uint8_t>(text[begin]));
       continue;
     }
-    if (begin > gap_start) pieces->push_back(text.substr(gap_start, begin - gap_start));
-    pieces->push_back(text.substr(begin, end - begin));
+    if (begin > gap_start) add(gap_start, begin, false);
+    add(begin, end, true);
     gap_start = offset = end;
   }
-  if (gap_start < text.size()) pieces->push_back(text.substr(gap_start));
+  if (gap_start < text.size()) add(gap_start, text.size(), false);
+
+  // tokenizers' NormalizedString::split, behavior by behavior.
+  std::vector<Segment> out;
+  out.reserve(segments.size());
+  switch (behavior_) {
+    case SplitBehavior::kIsolated:
+      out = std::move(segments);
+      break;
+    case SplitBehavior::kRemoved:
+      for (const Segment& s : segments) {
+        if (!s.is_match) out.push_back(s);
+      }
+      break;
+    case SplitBehavior::kMergedWithPrevious: {
+      bool previous_match = false;
+      for (const Segment& s : segments) {
+        if (s.is_match && !previous_match && !out.empty()) {
+          out.back().end = s.end;
+        } else {
+          out.push_back(s);
+        }
+        previous_match = s.is_match;
+      }
+      break;
+    }
+    case SplitBehavior::kMergedWithNext: {
+      bool previous_match = false;
+      for (auto it = segments.rbegin(); it != segments.rend(); ++it) {
+        if (it->is_match && !previous_match && !out.empty()) {
+          out.back().begin = it->begin;
+        } else {
+          out.push_back(*it);
+        }
+        previous_match = it->is_match;
+      }
+      std::reverse(out.begin(), out.end());
+      break;
+    }
+    case SplitBehavior::kContiguous: {
+      bool previous_match = false;
+      for (const Segment& s : segments) {
+        if (s.is_match == previous_match && !out.empty()) {
+          out.back().end = s.end;
+        } else {
+          out.push_back(s);
+        }
+        previous_match = s.is_match;
+      }
+      break;
+    }
+  }
+  for (const Segment& s : out) {
+    if (s.end > s.begin) pieces->push_back(text.substr(s.begin, s.end - s.begin));
+  }
   return Status::ok();
 }
 

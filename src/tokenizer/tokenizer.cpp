@@ -210,9 +210,15 @@ std::string_view Tokenizer::decode_piece(int32_t id, bool skip_special,
   switch (type) {
     case TokenType::kControl:
     case TokenType::kUnknown:
-      if (skip_special) return {};
-      return text;
     case TokenType::kUserDefined:
+      if (skip_special && type != TokenType::kUserDefined) return {};
+      // tokenizers runs the decoder over added tokens too: a SentencePiece
+      // "▁" in one (Gemma 3's "▁▁" whitespace tokens) reads as a space.
+      if (kind_ == TokenizerKind::kSentencePieceBpe && text.find(kSpmSpace) != std::string::npos) {
+        scratch->assign(text);
+        replace_all(scratch, kSpmSpace, " ");
+        return *scratch;
+      }
       return text;
     case TokenType::kUnused:  // padding ids ("[PAD151669]") emit nothing
     case TokenType::kUndefined:

@@ -95,22 +95,27 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& gguf) {
     STRATA_RETURN_IF_ERROR(tok->finalize());
     // SentencePiece BPE: a pair merges if its concatenation is a piece; the
     // higher the piece's score, the earlier. Equal scores share a rank so the
-    // leftmost pair wins, as in SentencePiece.
+    // leftmost pair wins, as in SentencePiece. User-defined pieces take part
+    // like normal ones (llama.cpp scores them alike; Gemma 3's "▁▁" runs are
+    // user-defined pieces that merges build).
+    auto mergeable = [&](size_t i) {
+      return tok->types_[i] == TokenType::kNormal || tok->types_[i] == TokenType::kUserDefined;
+    };
     std::vector<float> distinct;
     for (size_t i = 0; i < n; ++i) {
-      if (tok->types_[i] == TokenType::kNormal) distinct.push_back(tok->scores_[i]);
+      if (mergeable(i)) distinct.push_back(tok->scores_[i]);
     }
     std::sort(distinct.begin(), distinct.end(), std::greater<float>());
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
     auto normal_id = [&](std::string_view piece) -> int32_t {
       auto it = tok->token_to_id_.find(std::string(piece));
-      return it != tok->token_to_id_.end() && tok->types_[it->second] == TokenType::kNormal
+      return it != tok->token_to_id_.end() && mergeable(static_cast<size_t>(it->second))
                  ? it->second
                  : -1;
     };
     for (size_t i = 0; i < n; ++i) {
       const std::string& piece = tok->tokens_[i];
-      if (tok->types_[i] != TokenType::kNormal || normal_id(piece) != static_cast<int32_t>(i)) {
+      if (!mergeable(i) || normal_id(piece) != static_cast<int32_t>(i)) {
         continue;
       }
       const auto rank =

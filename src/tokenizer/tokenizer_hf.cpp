@@ -1,7 +1,8 @@
 // Tokenizer::from_hf_json: Hugging Face tokenizer.json (BPE model) with the
 // normalizers, pre-tokenizers, decoders and post-processors that byte-level
 // BPE (GPT-2, Qwen2/3, Llama 3) and SentencePiece-style BPE (Llama 2,
-// Mistral) files use. Anything else is rejected by name.
+// Mistral, Gemma 3) files use, with Split pre-tokenizers of every behavior
+// and `invert`. Anything else is rejected by name.
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -196,18 +197,25 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_json(const std::string& pa
       const json& s = pre_steps[i];
       const std::string t = type_of(s);
       if (t == "Split") {
-        if (s.value("behavior", "") != "Isolated" || is_true(s, "invert")) {
-          return unsupported("Split behavior " + s.value("behavior", "?") + " / invert");
-        }
+        const std::optional<SplitBehavior> behavior =
+            split_behavior_from_name(s.value("behavior", ""));
+        if (!behavior) return unsupported("Split behavior " + s.value("behavior", "?"));
+        const bool invert = is_true(s, "invert");
         std::string pattern;
         if (s["pattern"].contains("Regex")) {
           pattern = s["pattern"]["Regex"].get<std::string>();
         } else if (s["pattern"].contains("String")) {
-          pattern = regex_quote(s["pattern"]["String"].get<std::string>());
+          const std::string literal = s["pattern"]["String"].get<std::string>();
+          // Gemma 3: Split(" ", MergedWithPrevious) after the " " -> "▁"
+          // normalizer. No " " is left to match, so the split never cuts
+          // (tokenizers runs the normalizer first); it is dropped.
+          if (literal == " " && tok->replace_spaces_ && !invert) continue;
+          pattern = regex_quote(literal);
         } else {
           return unsupported("Split pattern " + s["pattern"].dump());
         }
-        STRATA_ASSIGN_OR_RETURN(RegexSplitter splitter, RegexSplitter::compile(pattern));
+        STRATA_ASSIGN_OR_RETURN(RegexSplitter splitter,
+                                RegexSplitter::compile(pattern, *behavior, invert));
         tok->splitters_.push_back(std::move(splitter));
       } else if (t == "ByteLevel") {
         if (i + 1 != pre_steps.size()) return unsupported("ByteLevel before other pre-tokenizers");
@@ -232,7 +240,6 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_json(const std::string& pa
       }
     } else if (tok->replace_spaces_) {
       tok->kind_ = TokenizerKind::kSentencePieceBpe;
-      if (!tok->splitters_.empty()) return unsupported("Split with SentencePiece-style BPE");
     } else {
       return unsupported("BPE without a ByteLevel pre-tokenizer or a \" \" -> \"▁\" normalizer");
     }
@@ -368,9 +375,10 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_json(const std::string& pa
     return invalid_argument("tokenizer.json: " + path + ": " + e.what());
   }
 
-  // llama.cpp's name for this pre-tokenizer, for export.
+  // llama.cpp's name for this pre-tokenizer, for export (none for a
+  // SentencePiece BPE that also splits: llama.cpp's "llama" model cannot).
   if (tok->kind_ == TokenizerKind::kSentencePieceBpe) {
-    tok->pre_name_ = "default";
+    if (tok->splitters_.empty()) tok->pre_name_ = "default";
   } else if (tok->splitters_.size() == 1 && !tok->byte_level_prefix_space_) {
     const std::string& p = tok->splitters_[0].pattern();
     if (p == kQwen2Regex && tok->is_nfc_ && !tok->ignore_merges_) tok->pre_name_ = "qwen2";

@@ -70,6 +70,50 @@ TEST(RegexSplitter, IsolatedKeepsMatchesAndGaps) {
   EXPECT_FALSE(RegexSplitter::compile("(unclosed").is_ok());
 }
 
+// Every Split behavior, with and without invert, against what
+// tokenizers@0.23.2's splitPreTokenizer gives for the same literal patterns.
+TEST(RegexSplitter, BehaviorsMatchHuggingFace) {
+  struct Case {
+    const char* pattern;
+    SplitBehavior behavior;
+    bool invert;
+    const char* text;
+    std::vector<std::string> want;
+  };
+  using B = SplitBehavior;
+  const std::vector<Case> cases = {
+      {"-", B::kRemoved, false, "a-b--c-", {"a", "b", "c"}},
+      {"ab", B::kRemoved, false, "xabyababz", {"x", "y", "z"}},
+      {"-", B::kRemoved, true, "a-b--c-", {"-", "-", "-", "-"}},
+      {" ", B::kRemoved, true, " hello  world ", {" ", " ", " ", " "}},
+      {" ", B::kIsolated, false, " hello  world ", {" ", "hello", " ", " ", "world", " "}},
+      {"ab", B::kIsolated, true, "xabyababz", {"x", "ab", "y", "ab", "ab", "z"}},
+      {"-", B::kMergedWithPrevious, false, "a-b--c-", {"a-", "b-", "-", "c-"}},
+      {" ", B::kMergedWithPrevious, false, " hello  world ", {" ", "hello ", " ", "world "}},
+      {"ab", B::kMergedWithPrevious, false, "xabyababz", {"xab", "yab", "ab", "z"}},
+      {"-", B::kMergedWithPrevious, true, "a-b--c-", {"a", "-b", "-", "-c", "-"}},
+      {" ", B::kMergedWithPrevious, true, " hello  world ", {" hello", " ", " world", " "}},
+      {"-", B::kMergedWithNext, false, "a-b--c-", {"a", "-b", "-", "-c", "-"}},
+      {"ab", B::kMergedWithNext, false, "xabyababz", {"x", "aby", "ab", "abz"}},
+      {"-", B::kMergedWithNext, true, "a-b--c-", {"a-", "b-", "-", "c-"}},
+      {" ", B::kMergedWithNext, true, " hello  world ", {" ", "hello ", " ", "world "}},
+      {"-", B::kContiguous, false, "a-b--c-", {"a", "-", "b", "--", "c", "-"}},
+      {"ab", B::kContiguous, false, "xabyababz", {"x", "ab", "y", "abab", "z"}},
+      {" ", B::kContiguous, true, " hello  world ", {" ", "hello", "  ", "world", " "}},
+  };
+  for (const Case& c : cases) {
+    auto s = RegexSplitter::compile(c.pattern, c.behavior, c.invert);
+    ASSERT_TRUE(s.is_ok());
+    std::vector<std::string_view> pieces;
+    ASSERT_TRUE(s->split(c.text, &pieces).is_ok());
+    EXPECT_EQ(std::vector<std::string>(pieces.begin(), pieces.end()), c.want)
+        << c.pattern << " " << static_cast<int>(c.behavior) << " invert=" << c.invert << " on \""
+        << c.text << "\"";
+  }
+  EXPECT_EQ(split_behavior_from_name("MergedWithPrevious"), SplitBehavior::kMergedWithPrevious);
+  EXPECT_FALSE(split_behavior_from_name("Sideways"));
+}
+
 Result<std::unique_ptr<Tokenizer>> synthetic(int32_t vocab_size, std::vector<uint8_t>* image) {
   GgufWriter writer;
   write_synthetic_spm_vocab(writer, vocab_size, /*seed=*/7);
