@@ -16,6 +16,8 @@ struct KvSourceProbe {
   std::string name;  // "ram", "disk", "redis"
   int64_t num_tokens = 0;
   bool is_available = true;  // false: bypassed after a fault
+  // Measured load rate (prompt tokens per second read back); 0 = unknown.
+  double tokens_per_s = 0.0;
 };
 
 struct PrefixProbe {
