@@ -61,8 +61,11 @@ void Background::loop() {
       cv_.wait(lock);
       continue;
     }
-    if (tasks_.top().due > Clock::now()) {
-      cv_.wait_until(lock, tasks_.top().due);
+    // A copy: wait_until reads its deadline again after it wakes, and by then a post() may
+    // have moved the queue's storage.
+    const Clock::time_point due = tasks_.top().due;
+    if (due > Clock::now()) {
+      cv_.wait_until(lock, due);
       continue;
     }
     std::function<void()> fn = std::move(const_cast<Task&>(tasks_.top()).fn);
