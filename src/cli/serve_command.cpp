@@ -1,7 +1,8 @@
 // `strata serve`: loads the model, starts the engine and the OpenAI server,
-// and drains on SIGTERM/SIGINT: the listener keeps answering (503 for new
-// generations, /health 503) while in-flight requests finish, up to
-// --drain-timeout seconds, then it closes and the process exits.
+// and drains on SIGTERM/SIGINT: the listener closes (open connections get
+// 503 for new generations, /health 503) while in-flight requests finish, up
+// to --drain-timeout seconds; the rest are aborted (their clients get a
+// final error), and the process exits 0.
 #include <signal.h>
 #include <unistd.h>
 
@@ -91,13 +92,11 @@ int run_serve(const ServeOptions& opt) {
     }
     const int sig = b;
     std::fprintf(stderr, "[serve] signal %d: draining (up to %d s)\n", sig, drain_timeout_s);
-    server.begin_drain();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(drain_timeout_s);
-    while (server.num_in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const int64_t num_aborted = server.drain(std::chrono::seconds(drain_timeout_s));
+    if (num_aborted > 0) {
+      std::fprintf(stderr, "[serve] drain timeout: aborted %lld requests\n",
+                   static_cast<long long>(num_aborted));
     }
-    std::fprintf(stderr, "[serve] stopping with %lld requests in flight\n",
-                 static_cast<long long>(server.num_in_flight()));
     server.stop();
   });
   server.serve();

@@ -118,14 +118,18 @@ void EngineCore::admit_now(GenerationRequest request, std::shared_ptr<RequestStr
   RequestId source_id = 0;
   for (int32_t i = 0; i < request.n; ++i) {
     const RequestId id = next_request_id_++;
-    ChoiceSpec c{stream,
-                 i,
-                 request.min_tokens,
-                 request.sampling.num_logprobs > 0,
-                 request.stop,
-                 arrival_ns,
-                 static_cast<int64_t>(request.prompt_tokens.size()),
-                 i == 0 ? num_connector_tokens : 0};
+    ChoiceSpec c;
+    c.stream = stream;
+    c.index = i;
+    c.min_tokens = request.min_tokens;
+    c.wants_logprobs = request.sampling.num_logprobs > 0;
+    c.stop = request.stop;
+    c.stop_token_ids = request.stop_token_ids;
+    c.include_stop_str_in_output = request.include_stop_str_in_output;
+    c.skip_special_tokens = request.skip_special_tokens;
+    c.arrival_ns = arrival_ns;
+    c.num_prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size());
+    c.num_connector_tokens = i == 0 ? num_connector_tokens : 0;
     outputs_->add_choice(id, std::move(c));
     RequestSpec spec;
     spec.id = id;
