@@ -137,9 +137,20 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   serve_cmd
-      ->add_option("--http-threads", serve.server.num_http_threads, "Connections served at once")
+      ->add_option("--http-threads", serve.server.num_http_threads,
+                   "HTTP I/O threads (each serves many connections)")
       ->capture_default_str()
-      ->check(CLI::Range(4, 65536));
+      ->check(CLI::Range(1, 64));
+  serve_cmd
+      ->add_option("--http-worker-threads", serve.server.num_worker_threads,
+                   "Threads that parse and tokenize request bodies")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  serve_cmd
+      ->add_option("--max-connections", serve.server.max_connections,
+                   "Open connections; past it a new one gets 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   serve_cmd
       ->add_option("--drain-timeout", serve.drain_timeout_s,
                    "Seconds in-flight requests get after SIGTERM")

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "engine/engine.h"
+#include "http/http_server.h"
 #include "model/model_weights.h"
 #include "server/openai_server.h"
 #include "tokenizer/tokenizer.h"
@@ -64,6 +65,13 @@ int run_serve(const ServeOptions& opt) {
   so.served_model_name = opt.served_model_name.empty() ? std::filesystem::path(path).stem().string()
                                                        : opt.served_model_name;
   so.max_body_bytes = *max_body;
+  // Every connection is a descriptor: the default soft limit (often 1024)
+  // would refuse connections long before --max-connections.
+  const uint64_t wanted_fds = static_cast<uint64_t>(so.max_connections) + 256;
+  if (Result<uint64_t> fds = http::raise_open_file_limit(wanted_fds); !fds) {
+    std::fprintf(stderr, "[serve] warning: %s; --max-connections %d will not be reached\n",
+                 fds.status().message().c_str(), so.max_connections);
+  }
   server::OpenAiServer server(**engine, **tokenizer, so);
   if (Status s = server.bind(); !s.is_ok()) return fail(s);
   if (server.chat_template().is_fallback()) {
