@@ -118,7 +118,8 @@ class RouterServer::Impl {
 
   Status start() {
     STRATA_RETURN_IF_ERROR(server_->start());
-    health_thread_ = std::thread([this] { health_loop(); });
+    if (options_.health_interval.count() > 0)
+      health_thread_ = std::thread([this] { health_loop(); });
     return Status::ok();
   }
 

@@ -60,6 +60,7 @@ struct RouterOptions {
   // Tries after the first, on the next-best replicas, before the first byte.
   int max_retries = 2;
   std::chrono::milliseconds connect_timeout{2000};
+  // 0 = no active health checks (request outcomes alone move breakers).
   std::chrono::milliseconds health_interval{1000};
   std::chrono::milliseconds health_timeout{1000};
   // The block size hashes are computed with until a replica's probe answer
