@@ -51,9 +51,9 @@ struct ProxyCall::Attempt {
   SseFrameBuffer frames;
 };
 
-void ProxyCall::start(http::HttpClient* client, ProxyRequest request,
-                      std::vector<ProxyTarget> order, ProxyOptions options,
-                      http::ResponsePtr response, RouterMetrics* metrics) {
+std::shared_ptr<ProxyCall> ProxyCall::start(http::HttpClient* client, ProxyRequest request,
+                                            std::vector<ProxyTarget> order, ProxyOptions options,
+                                            http::ResponsePtr response, RouterMetrics* metrics) {
   auto call = std::make_shared<ProxyCall>(client, std::move(request), std::move(order), options,
                                           std::move(response), metrics);
   std::weak_ptr<ProxyCall> weak = call;
@@ -61,6 +61,23 @@ void ProxyCall::start(http::HttpClient* client, ProxyRequest request,
     if (auto c = weak.lock()) c->cancel_from_client();
   });
   call->try_next();
+  return call;
+}
+
+std::shared_ptr<Replica> ProxyCall::current_replica() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_replica_;
+}
+
+void ProxyCall::abandon_try_on(const Replica* replica) {
+  std::shared_ptr<http::ClientCall> call;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (is_cancelled_ || current_replica_.get() != replica || current_ == nullptr) return;
+    abandoned_seq_ = attempt_seq_;
+    call = current_;
+  }
+  call->cancel();
 }
 
 ProxyCall::ProxyCall(http::HttpClient* client, ProxyRequest request, std::vector<ProxyTarget> order,
@@ -131,6 +148,7 @@ void ProxyCall::try_next() {
       return;
     }
     a->seq = ++attempt_seq_;
+    current_replica_ = a->target.replica;
   }
   auto self = shared_from_this();
   http::ClientCallbacks cb;
@@ -206,15 +224,30 @@ void ProxyCall::on_complete(const std::shared_ptr<Attempt>& a, const http::Clien
   end_pending(*a);
   r.num_in_flight.fetch_sub(1);
   bool is_cancelled = false;
+  bool is_abandoned = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (attempt_seq_ == a->seq) current_.reset();  // breaks the callbacks' cycle
+    if (attempt_seq_ == a->seq) {
+      current_.reset();  // breaks the callbacks' cycle
+      current_replica_.reset();
+    }
     is_cancelled = is_cancelled_;
+    is_abandoned = abandoned_seq_ == a->seq;
   }
   if (is_cancelled || (o.error == http::ClientError::kCancelled && response_->is_disconnected())) {
     return;  // the client went away: nothing to answer, nothing to retry
   }
-  if (!o.ok()) {
+  const bool was_abandoned = is_abandoned && o.error == http::ClientError::kCancelled;
+  if (was_abandoned) {
+    // The replica was ejected while this try waited on it.
+    last_failure_ = r.url() + ": ejected while the request waited";
+    r.num_retries.fetch_add(is_client_started_ ? 0 : 1);
+    if (!is_client_started_) {
+      try_next();
+      return;
+    }
+  }
+  if (!o.ok() && !was_abandoned) {
     r.record_failure(o.message);
     last_failure_ = r.url() + ": " + o.message;
     if (!is_client_started_) {
@@ -222,6 +255,8 @@ void ProxyCall::on_complete(const std::shared_ptr<Attempt>& a, const http::Clien
       try_next();
       return;
     }
+  }
+  if (!o.ok()) {
     // Mid-stream: what the client already has stands; end it cleanly.
     if (request_.is_generation) metrics_->num_failed_mid_stream.fetch_add(1);
     server::ApiError e;

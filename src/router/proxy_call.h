@@ -11,6 +11,10 @@
 // `data: [DONE]`. When every try failed, the client gets the last replica's
 // error response (a 429 stays a 429), or 502 when none answered.
 //
+// A try on a replica the health checks just ejected is abandoned the same
+// way as a failure (abandon_try_on), so a link that went silent costs a
+// health-check period, not a response timeout.
+//
 // A client disconnect cancels the replica call at once (its connection is
 // closed, so the replica aborts the request); nothing is retried then.
 //
@@ -62,8 +66,18 @@ struct ProxyOptions {
 
 class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
  public:
-  static void start(http::HttpClient* client, ProxyRequest request, std::vector<ProxyTarget> order,
-                    ProxyOptions options, http::ResponsePtr response, RouterMetrics* metrics);
+  static std::shared_ptr<ProxyCall> start(http::HttpClient* client, ProxyRequest request,
+                                          std::vector<ProxyTarget> order, ProxyOptions options,
+                                          http::ResponsePtr response, RouterMetrics* metrics);
+
+  // The replica of the try in progress (null between tries and after the
+  // last). Thread-safe.
+  std::shared_ptr<Replica> current_replica();
+  // Gives up the try in progress on `replica` (it was just ejected: a
+  // silent link would otherwise hold the request until the response
+  // timeout). Before the first byte the request moves to the next replica;
+  // after it, the stream ends with the error event. Thread-safe.
+  void abandon_try_on(const Replica* replica);
 
   // Use start(); public for make_shared.
   ProxyCall(http::HttpClient* client, ProxyRequest request, std::vector<ProxyTarget> order,
@@ -96,7 +110,9 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
 
   std::mutex mu_;  // guards current_ and is_cancelled_
   std::shared_ptr<http::ClientCall> current_;
+  std::shared_ptr<Replica> current_replica_;
   uint64_t attempt_seq_ = 0;
+  uint64_t abandoned_seq_ = 0;  // the try abandon_try_on() cancelled
   bool is_cancelled_ = false;
 };
 

@@ -473,8 +473,14 @@ class RouterServer::Impl {
     pr.num_prompt_tokens = rr.num_prompt_tokens;
     pr.is_generation = true;
     metrics_.added_latency.observe(std::chrono::duration<double>(SteadyTime::now() - t0).count());
-    ProxyCall::start(&upstream_, std::move(pr), std::move(order),
-                     ProxyOptions{1 + options_.max_retries}, std::move(res), &metrics_);
+    std::shared_ptr<ProxyCall> call =
+        ProxyCall::start(&upstream_, std::move(pr), std::move(order),
+                         ProxyOptions{1 + options_.max_retries}, std::move(res), &metrics_);
+    std::lock_guard<std::mutex> lock(calls_mu_);
+    if (calls_.size() >= 4096) {  // without health checks nobody else prunes
+      std::erase_if(calls_, [](const std::weak_ptr<ProxyCall>& w) { return w.expired(); });
+    }
+    calls_.push_back(call);
   }
 
   void health_loop() {
@@ -497,6 +503,7 @@ class RouterServer::Impl {
       cr.target = "/health";
       answers.push_back(control_.fetch(std::move(cr)));
     }
+    std::vector<const Replica*> ejected;
     for (size_t i = 0; i < all.size(); ++i) {
       http::ClientResult result = answers[i].get();
       if (result.outcome.ok() && result.response.head.status == 200) {
@@ -506,6 +513,33 @@ class RouterServer::Impl {
       } else {
         all[i]->record_failure("health check: status " +
                                std::to_string(result.response.head.status));
+      }
+      if (all[i]->state() == CircuitBreaker::State::kOpen) ejected.push_back(all[i].get());
+    }
+    abandon_tries_on(ejected);
+  }
+
+  // Moves requests waiting on ejected replicas elsewhere (proxy_call.h),
+  // and forgets finished calls.
+  void abandon_tries_on(const std::vector<const Replica*>& ejected) {
+    std::vector<std::shared_ptr<ProxyCall>> live;
+    {
+      std::lock_guard<std::mutex> lock(calls_mu_);
+      std::vector<std::weak_ptr<ProxyCall>> kept;
+      for (auto& w : calls_) {
+        if (auto c = w.lock()) {
+          live.push_back(std::move(c));
+          kept.push_back(std::move(w));
+        }
+      }
+      calls_ = std::move(kept);
+    }
+    if (ejected.empty()) return;
+    for (const auto& c : live) {
+      const std::shared_ptr<Replica> r = c->current_replica();
+      if (r == nullptr) continue;
+      for (const Replica* e : ejected) {
+        if (r.get() == e) c->abandon_try_on(e);
       }
     }
   }
@@ -519,6 +553,9 @@ class RouterServer::Impl {
   std::mutex policy_mu_;
   RoutePolicy policy_;
   RouterMetrics metrics_;
+  // Generation calls in flight, for abandoning tries on ejected replicas.
+  std::mutex calls_mu_;
+  std::vector<std::weak_ptr<ProxyCall>> calls_;
   std::mutex block_size_mu_;
   std::unordered_map<std::string, int32_t> block_sizes_;
   // Clients before the server: the server's handlers use them, and the

@@ -145,6 +145,12 @@ void FakeReplica::generation(http::HttpRequest req, http::ResponsePtr res) {
       res->start_sse();
       res->write(event(name_));
       return;  // dropped unfinished: the connection closes without the last chunk
+    case Mode::kSilent: {
+      res->on_disconnect([this] { num_disconnects_.fetch_add(1); });
+      std::lock_guard<std::mutex> lock(mu_);
+      kept_.push_back(res);
+      return;
+    }
     case Mode::kHang: {
       res->on_disconnect([this] { num_disconnects_.fetch_add(1); });
       res->start_sse();

@@ -26,6 +26,7 @@ class FakeReplica {
     kDrop,       // the handler drops the response (the server answers 500)
     kMidStream,  // SSE: one event, then the connection closes mid-body
     kHang,       // SSE: one event, then nothing; counts disconnects
+    kSilent,     // no answer at all (a link gone quiet); counts disconnects
   };
 
   explicit FakeReplica(std::string name, std::string model_id = "fake");

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -387,6 +388,25 @@ TEST(RouterServer, HealthChecksEjectAndReadmit) {
   ASSERT_TRUE(eventually(
       [&] { return f.router->metrics_text().find(available0 + "1") != std::string::npos; }));
   EXPECT_EQ(served_by(f.post("/v1/completions", completion())), "r0");
+}
+
+TEST(RouterServer, ARequestWaitingOnAReplicaThatGetsEjectedMovesOn) {
+  REQUIRE_MODEL();
+  RouterOptions o;
+  o.health_interval = 20ms;
+  o.breaker.failure_threshold = 1;
+  o.breaker.initial_backoff_ms = 600000;
+  Fleet f(2, o);
+  f.replicas[0]->set_probe(probe_with(32));
+  f.replicas[0]->set_mode(FakeReplica::Mode::kSilent);
+  auto answer =
+      std::async(std::launch::async, [&] { return f.post("/v1/completions", completion()); });
+  ASSERT_TRUE(eventually([&] { return f.replicas[0]->num_generations() == 1; }));
+  f.replicas[0]->set_health_status(503);  // the health checks eject it
+  const http::ClientResult r = answer.get();
+  EXPECT_EQ(r.response.head.status, 200);
+  EXPECT_EQ(served_by(r), "r1");
+  EXPECT_TRUE(eventually([&] { return f.replicas[0]->num_disconnects() == 1; }));
 }
 
 TEST(RouterServer, AnEjectedReplicaGetsNothing) {
