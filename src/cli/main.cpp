@@ -161,6 +161,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 3600.0));
   strata::cli::add_engine_flags(serve_cmd, &serve.engine);
 
+  strata::cli::RouterCommandOptions router;
+  auto* router_cmd = strata::cli::add_router_command(&app, &router);
+
   CLI11_PARSE(app, argc, argv);
   if (*serve_cmd && serve.server.api_key.empty()) {
     if (const char* key = std::getenv("STRATA_API_KEY")) serve.server.api_key = key;
@@ -173,5 +176,6 @@ int main(int argc, char** argv) {
   if (*bt_cmd) return strata::cli::run_bench_throughput(bt);
   if (*bs_cmd) return strata::cli::run_bench_serve(bs);
   if (*serve_cmd) return strata::cli::run_serve(serve);
+  if (*router_cmd) return strata::cli::run_router(router);
   return 1;
 }

@@ -20,6 +20,8 @@
 #include "server/event_pump.h"
 #include "server/generation_call.h"
 #include "server/openai_response.h"
+#include "server/probe_route.h"
+#include "server/prompt_builder.h"
 
 namespace strata::server {
 namespace {
@@ -94,6 +96,7 @@ class OpenAiServer::Impl {
         engine_(engine),
         tokenizer_(tokenizer),
         options_(std::move(options)),
+        prompts_(tokenizer, owner->chat_template_),
         token_text_([&tokenizer](int32_t id) {
           return tokenizer.decode(std::span<const int32_t>(&id, 1), false);
         }),
@@ -239,6 +242,12 @@ class OpenAiServer::Impl {
         [this](http::HttpRequest req, http::ResponsePtr res) { handle_tokenize(req, res); },
         RunOn::kWorker);
     r.add(
+        std::string("POST"), std::string(kProbePath),
+        [this](http::HttpRequest req, http::ResponsePtr res) {
+          res->send(handle_probe(engine_, req.body));
+        },
+        RunOn::kWorker);
+    r.add(
         "POST", "/detokenize",
         [this](http::HttpRequest req, http::ResponsePtr res) { handle_detokenize(req, res); },
         RunOn::kWorker);
@@ -260,13 +269,7 @@ class OpenAiServer::Impl {
     if (auto e = parse_json_body(req.body, options_.limits, &body)) return send_error(res, *e);
     TokenizeRequest tr;
     if (auto e = parse_tokenize_request(body, options_.limits, &tr)) return send_error(res, *e);
-    std::vector<int32_t> ids;
-    if (tr.prompt) {
-      ids = tokenizer_.encode(*tr.prompt, tr.add_special_tokens, true);
-    } else {
-      ids = tokenizer_.encode(owner_->chat_template_.render(tr.messages, tr.add_generation_prompt),
-                              tr.add_special_tokens, true);
-    }
+    const std::vector<int32_t> ids = prompts_.tokenize(tr);
     send_json(res, json{{"count", ids.size()},
                         {"max_model_len", options_.limits.max_model_len},
                         {"tokens", ids}});
@@ -284,51 +287,26 @@ class OpenAiServer::Impl {
   std::optional<ApiError> prepare(const http::HttpRequest& req, bool is_chat, Generation* g) {
     json body;
     if (auto e = parse_json_body(req.body, options_.limits, &body)) return e;
+    BuiltPrompt built;
+    if (auto e =
+            prompts_.build(body, is_chat, options_.limits, options_.served_model_name, &built)) {
+      return e;
+    }
     g->is_chat = is_chat;
     g->created = static_cast<int64_t>(std::time(nullptr));
     g->model = options_.served_model_name;
-    std::vector<int32_t> ids;
-    if (is_chat) {
-      ChatRequest cr;
-      if (auto e = parse_chat_request(body, options_.limits, &cr)) return e;
-      if (!model_ok(cr.params)) return model_not_found();
-      g->params = std::move(cr.params);
-      g->wants_logprobs = cr.logprobs;
-      g->num_top_logprobs = cr.top_logprobs;
-      ids = tokenizer_.encode(owner_->chat_template_.render(cr.messages, cr.add_generation_prompt),
-                              true, true);
-      g->id = new_id("chatcmpl-");
-    } else {
-      CompletionRequest cr;
-      if (auto e = parse_completion_request(body, options_.limits, &cr)) return e;
-      if (!model_ok(cr.params)) return model_not_found();
-      g->params = std::move(cr.params);
-      for (CompletionRequest::Prompt& p : cr.prompts) {
-        if (p.text) {
-          g->prompt_ids.push_back(tokenizer_.encode(*p.text, cr.add_special_tokens, true));
-          if (cr.echo) g->echo_texts.push_back(*p.text);
-        } else {
-          if (cr.echo) g->echo_texts.push_back(tokenizer_.decode(*p.ids, false));
-          g->prompt_ids.push_back(std::move(*p.ids));
-        }
-      }
-      g->wants_logprobs = cr.logprobs.has_value();
-      g->num_top_logprobs = cr.logprobs.value_or(0);
-      g->id = new_id("cmpl-");
-    }
-    if (is_chat) g->prompt_ids.push_back(std::move(ids));
+    g->id = new_id(is_chat ? "chatcmpl-" : "cmpl-");
+    g->params = std::move(built.params);
+    g->prompt_ids = std::move(built.prompts);
+    g->echo_texts = std::move(built.echo_texts);
+    g->wants_logprobs = built.wants_logprobs;
+    g->num_top_logprobs = built.num_top_logprobs;
     if (g->params.priority != 0 && engine_.options().policy == SchedulingPolicy::kFcfs) {
       return invalid_param("priority", "priority needs --policy priority (the server runs fcfs).");
     }
     // max_tokens defaults to what the longest prompt leaves room for.
     size_t longest = 0;
-    for (const auto& p : g->prompt_ids) {
-      if (p.empty()) {
-        return invalid_param(is_chat ? "messages" : "prompt",
-                             "The prompt is empty after tokenization.");
-      }
-      longest = std::max(longest, p.size());
-    }
+    for (const auto& p : g->prompt_ids) longest = std::max(longest, p.size());
     return resolve_max_tokens(static_cast<int64_t>(longest), is_chat ? 0 : 16,
                               is_chat ? "messages" : "prompt", options_.limits, &g->params);
   }
@@ -441,6 +419,7 @@ class OpenAiServer::Impl {
   Engine& engine_;
   const Tokenizer& tokenizer_;
   ServerOptions options_;
+  PromptBuilder prompts_;
   TokenTextFn token_text_;
   std::atomic<bool> is_draining_{false};
   std::atomic<int64_t> num_in_flight_{0};
