@@ -18,6 +18,14 @@ int64_t steady_now_ms() {
       .count();
 }
 
+// "8 GiB", "512 MiB": a capacity for the start-up log.
+std::string capacity_text(size_t bytes) {
+  if (bytes >= (size_t{1} << 30) && bytes % (size_t{1} << 30) == 0) {
+    return std::to_string(bytes >> 30) + " GiB";
+  }
+  return std::to_string(bytes >> 20) + " MiB";
+}
+
 }  // namespace
 
 Result<std::unique_ptr<KvTierManager>> KvTierManager::create(const KvTierOptions& options,
@@ -40,7 +48,7 @@ Result<std::unique_ptr<KvTierManager>> KvTierManager::create(const KvTierOptions
   for (const std::unique_ptr<KvTier>& t : tiers) {
     if (t->name() == "disk") locations.push_back(options.disk_dir);
     if (t->name() == "redis") locations.push_back(options.remote_url);
-    if (t->name() == "ram") locations.push_back(std::to_string(options.cpu_bytes >> 20) + " MiB");
+    if (t->name() == "ram") locations.push_back(capacity_text(options.cpu_bytes));
   }
   auto manager = std::make_unique<KvTierManager>(std::move(tiers), options.max_pending_store_bytes);
   manager->check_tiers(locations);
