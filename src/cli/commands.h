@@ -84,7 +84,7 @@ int run_bench_throughput(const BenchThroughputOptions& opt);
 // (docs/bench_serve.md). Streams every request and reports TTFT, TPOT, ITL,
 // E2E latency, throughput and goodput like vLLM's `bench serve`.
 struct BenchServeOptions {
-  std::string base_url = "http://127.0.0.1:8080";
+  std::string base_url = "http://127.0.0.1:8000";  // `strata serve`'s default address
   std::string endpoint;  // empty = /v1/completions (multi-turn: /v1/chat/completions)
   std::string model;     // empty = the first of GET /v1/models
   std::string api_key;   // empty = $OPENAI_API_KEY

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/startup_log.h"
 #include "engine/engine.h"
 #include "http/http_server.h"
 #include "model/model_weights.h"
@@ -49,6 +50,7 @@ int run_serve(const ServeOptions& opt) {
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  const auto start = std::chrono::steady_clock::now();
   const std::string path = opt.model_path.empty() ? default_model_path() : opt.model_path;
   Result<ModelWeights> weights = ModelWeights::open(path);
   if (!weights) return fail(weights.status());
@@ -60,6 +62,11 @@ int run_serve(const ServeOptions& opt) {
   if (!max_body) return fail(max_body.status());
   Result<std::unique_ptr<Engine>> engine = Engine::create(*weights, **tokenizer, *engine_options);
   if (!engine) return fail(engine.status());
+  std::fprintf(stderr, "[serve] engine ready in %.2f s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  for (const std::string& line : startup_log_lines(path, *weights, **engine)) {
+    std::fprintf(stderr, "[serve] %s\n", line.c_str());
+  }
 
   server::ServerOptions so = opt.server;
   so.served_model_name = opt.served_model_name.empty() ? std::filesystem::path(path).stem().string()

@@ -40,6 +40,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
                                                        std::unique_ptr<KvConnector> connector) {
   STRATA_RETURN_IF_ERROR(options.validate());
   const ModelConfig& config = weights.config();
+  STRATA_RETURN_IF_ERROR(options.check_model(config));
   if (tokenizer.vocab_size() > config.vocab_size) {
     return invalid_argument("engine: the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
                             " tokens but the model only " + std::to_string(config.vocab_size));
@@ -51,9 +52,9 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
   for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
     if (tokenizer.is_eog(id)) c.eog_ids_.push_back(id);
   }
-  STRATA_ASSIGN_OR_RETURN(
-      KvStorage storage,
-      KvStorage::create_for_budget(config, options.block_size, options.kv_cache_memory_bytes));
+  STRATA_ASSIGN_OR_RETURN(KvStorage storage, KvStorage::create_for_budget(
+                                                 config, options.block_size,
+                                                 options.resolved_kv_cache_memory_bytes(config)));
   c.kv_storage_ = std::make_unique<KvStorage>(std::move(storage));
   c.pool_ = std::make_unique<ThreadPool>(
       options.num_threads > 0
