@@ -78,8 +78,8 @@ std::vector<std::string> startup_log_lines(const std::string& model_path,
   const int num_threads = o.num_threads > 0
                               ? o.num_threads
                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  lines.push_back(
-      printf_string("kernels: %s, %d threads", kernel_isa_name(kernel_isa()), num_threads));
+  lines.push_back(printf_string("kernels: %s, %d thread%s", kernel_isa_name(kernel_isa()),
+                                num_threads, num_threads == 1 ? "" : "s"));
 
   const int64_t num_blocks = engine.num_kv_blocks();
   const int64_t num_tokens = num_blocks * o.block_size;

@@ -117,7 +117,7 @@ if start_server "$model"; then
     fail "positional model: /v1/models says $models"; fi
   log_has "start-up log: model" "\[serve\] model $model (.*): llama, 2 layers, hidden 256, 4 heads (2 KV) of 64, vocab 512, trained context 256"
   log_has "start-up log: weights" "\[serve\] weights: f32 x "
-  log_has "start-up log: kernels" "\[serve\] kernels: [a-z0-9]*, 1 threads"
+  log_has "start-up log: kernels" "\[serve\] kernels: [a-z0-9]*, 1 thread$"
   log_has "default KV budget" "KV cache: 4096 blocks of 16 tokens = 65536 tokens, 64.0 MiB fp16 (auto: --max-num-seqs 256 x --max-model-len 256"
   log_has "start-up log: concurrency" "maximum concurrency at --max-model-len 256: 256.00x"
   log_has "start-up log: address" "listening on http://127.0.0.1:$port"
@@ -149,6 +149,15 @@ if start_server "$model" --max-model-len 1024 --allow-long-max-model-len; then
   stop_server
 else
   fail "strata serve --allow-long-max-model-len did not start"
+fi
+
+# Each KV tier is logged with whether it answers (loopback port 1 refuses).
+if start_server "$model" --kv-cpu-bytes 16MiB --kv-remote redis://127.0.0.1:1; then
+  log_has "ram tier line" "\[kv\] tier ram (16 MiB): reachable"
+  log_has "unreachable redis line" "\[kv\] tier redis (redis://127.0.0.1:1): unreachable at start-up"
+  stop_server
+else
+  fail "strata serve with an unreachable Redis tier did not start"
 fi
 
 echo "serve_cli: $num_passed passed, $num_failed failed"

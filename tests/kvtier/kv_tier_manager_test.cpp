@@ -13,6 +13,7 @@
 #include "kvtier/ram_tier.h"
 #include "kvtier/redis_tier.h"
 #include "kvtier_test_util.h"
+#include "redis_server.h"
 
 namespace strata {
 namespace {
@@ -302,6 +303,44 @@ TEST(KvTierManagerTest, CheckTiersSaysWhichTiersAnswer) {
   // It starts bypassed, like a tier that just failed.
   EXPECT_TRUE(m.is_tier_available(0));
   EXPECT_FALSE(m.is_tier_available(1));
+}
+
+// The case: a Redis that dies and comes back while the engine runs
+// is one "down" line and one "back up" line, whatever the traffic between.
+TEST(KvTierManagerTest, RedisThatDiesAndComesBackIsOneLineEach) {
+  if (!testing::RedisServer::is_available()) GTEST_SKIP() << "redis-server not installed";
+  testing::RedisServer server;
+  ASSERT_TRUE(server.start());
+  StepClock clock;
+  LogLines log;
+  KvTierHealthOptions health = clock.options();
+  log.attach(&health);
+  Result<std::unique_ptr<RedisTier>> redis = RedisTier::connect(server.url(), "", 500, 1 << 20);
+  ASSERT_TRUE(redis.is_ok()) << redis.status().message();
+  std::vector<std::unique_ptr<KvTier>> tiers;
+  tiers.push_back(std::move(*redis));
+  KvTierManager m(std::move(tiers), 1 << 20, health);
+  m.check_tiers({server.url()});
+  const std::vector<ChunkKey> keys = {make_test_chunk(1, 1)->key};
+  (void)m.get_prefix(keys);  // a miss: healthy
+  ASSERT_EQ(log.get().size(), 1u);
+  EXPECT_EQ(log.get()[0], "[kv] tier redis (" + server.url() + "): reachable");
+
+  server.stop();
+  for (int i = 0; i < 4; ++i) {
+    (void)m.get_prefix(keys);
+    clock.advance(30'000);
+  }
+  ASSERT_EQ(log.get().size(), 2u);
+  EXPECT_EQ(log.get()[1].rfind("[kv] tier redis: down (", 0), 0u) << log.get()[1];
+
+  ASSERT_TRUE(server.start());
+  for (int i = 0; i < 4; ++i) {
+    (void)m.get_prefix(keys);
+    clock.advance(30'000);
+  }
+  ASSERT_EQ(log.get().size(), 3u);
+  EXPECT_EQ(log.get()[2].rfind("[kv] tier redis: back up after ", 0), 0u) << log.get()[2];
 }
 
 TEST(KvTierManagerTest, BackoffIsCappedAtThirtySeconds) {
