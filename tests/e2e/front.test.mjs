@@ -15,7 +15,7 @@ import {
 
 // The disconnect and drain tests need generations long enough to watch: a
 // server of their own with room for 4,000 tokens (the e2e model is tiny).
-const LONG = ['--max-model-len', '4096', '--drain-timeout', '1'];
+const LONG = ['--max-model-len', '4096', '--allow-long-max-model-len', '--drain-timeout', '1'];
 const generated = async (url) => {
   const text = await (await fetch(`${url}/metrics`)).text();
   return Number(/^strata:generation_tokens_total(?:\{[^}]*\})? (\S+)$/m.exec(text)[1]);
