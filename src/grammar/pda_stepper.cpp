@@ -1,0 +1,61 @@
+#include "grammar/pda_stepper.h"
+
+namespace strata {
+
+void PdaStepper::begin(StackSet* out) {
+  out->clear();
+  if (++epoch_ == 0) {  // wrapped: forget every mark
+    std::fill(mark_.begin(), mark_.end(), 0);
+    epoch_ = 1;
+  }
+}
+
+void PdaStepper::close(int32_t stack, StackSet* out) {
+  work_.clear();
+  work_.push_back(stack);
+  while (!work_.empty()) {
+    const int32_t s = work_.back();
+    work_.pop_back();
+    if (static_cast<size_t>(s) >= mark_.size()) mark_.resize(s + 1 + s / 2, 0);
+    if (mark_[s] == epoch_) continue;
+    mark_[s] = epoch_;
+    const StackPool::Frame f = pool_->frame(s);
+    if (g_.has_byte_edges(f.pos)) out->stacks.push_back(s);
+    for (const auto* c = g_.call_begin(f.pos); c != g_.call_end(f.pos); ++c) {
+      const int32_t ret = pool_->make(c->to, f.parent);
+      work_.push_back(pool_->make(g_.rule_start(c->rule), ret));
+    }
+    if (g_.node(f.pos).is_final) {
+      if (f.parent < 0) {
+        out->bottom_popped = true;
+      } else {
+        work_.push_back(f.parent);
+      }
+    }
+  }
+}
+
+void PdaStepper::start(int32_t pos, int32_t parent, StackSet* out) {
+  begin(out);
+  close(pool_->make(pos, parent), out);
+}
+
+void PdaStepper::step_stack(int32_t stack, uint8_t b, StackSet* out) {
+  const StackPool::Frame f = pool_->frame(stack);
+  for (const auto* e = g_.byte_begin(f.pos); e != g_.byte_end(f.pos); ++e) {
+    if (e->lo > b) break;  // sorted by lo
+    if (b <= e->hi) close(pool_->make(e->to, f.parent), out);
+  }
+}
+
+void PdaStepper::advance(const StackSet& in, uint8_t b, StackSet* out) {
+  begin(out);
+  for (int32_t s : in.stacks) step_stack(s, b, out);
+}
+
+void PdaStepper::advance_one(int32_t stack, uint8_t b, StackSet* out) {
+  begin(out);
+  step_stack(stack, b, out);
+}
+
+}  // namespace strata
