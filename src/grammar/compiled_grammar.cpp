@@ -56,8 +56,10 @@ void split_same_length(uint32_t lo, uint32_t hi, int n,
 
 std::vector<std::vector<std::pair<uint8_t, uint8_t>>> utf8_sequences(uint32_t lo, uint32_t hi) {
   std::vector<std::vector<std::pair<uint8_t, uint8_t>>> out;
-  static const uint32_t kBounds[][3] = {{0, 0x7F, 1},         {0x80, 0x7FF, 2},
-                                        {0x800, 0xD7FF, 3},    {0xE000, 0xFFFF, 3},
+  static const uint32_t kBounds[][3] = {{0, 0x7F, 1},
+                                        {0x80, 0x7FF, 2},
+                                        {0x800, 0xD7FF, 3},
+                                        {0xE000, 0xFFFF, 3},
                                         {0x10000, 0x10FFFF, 4}};
   for (const auto& b : kBounds) {
     const uint32_t l = std::max(lo, b[0]), h = std::min(hi, b[1]);
@@ -550,7 +552,8 @@ class GrammarCompiler {
         if (!productive[r] && live[c.rule_start_[r]]) productive[r] = changed = true;
       }
     }
-    if (!productive[c.root_rule_]) return invalid_argument("grammar: matches nothing (unsatisfiable)");
+    if (!productive[c.root_rule_])
+      return invalid_argument("grammar: matches nothing (unsatisfiable)");
     std::vector<CompiledGrammar::ByteEdge> bytes;
     std::vector<CompiledGrammar::CallEdge> calls;
     for (int32_t p = 0; p < n; ++p) {

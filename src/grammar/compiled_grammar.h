@@ -55,9 +55,13 @@ class CompiledGrammar {
   int32_t num_positions() const { return static_cast<int32_t>(nodes_.size()); }
   int32_t num_rules() const { return static_cast<int32_t>(rule_start_.size()); }
   const Node& node(int32_t pos) const { return nodes_[pos]; }
-  const ByteEdge* byte_begin(int32_t pos) const { return byte_edges_.data() + nodes_[pos].byte_begin; }
+  const ByteEdge* byte_begin(int32_t pos) const {
+    return byte_edges_.data() + nodes_[pos].byte_begin;
+  }
   const ByteEdge* byte_end(int32_t pos) const { return byte_edges_.data() + nodes_[pos].byte_end; }
-  const CallEdge* call_begin(int32_t pos) const { return call_edges_.data() + nodes_[pos].call_begin; }
+  const CallEdge* call_begin(int32_t pos) const {
+    return call_edges_.data() + nodes_[pos].call_begin;
+  }
   const CallEdge* call_end(int32_t pos) const { return call_edges_.data() + nodes_[pos].call_end; }
   bool has_byte_edges(int32_t pos) const { return nodes_[pos].byte_begin != nodes_[pos].byte_end; }
   int32_t rule_start(int32_t rule) const { return rule_start_[rule]; }

@@ -35,8 +35,7 @@ class GbnfParser {
       skip_space(true);
     }
     for (int32_t r = 0; r < g_.num_rules(); ++r) {
-      if (!defined_[r])
-        return error_at(first_use_[r], "undefined rule '" + g_.rule_name(r) + "'");
+      if (!defined_[r]) return error_at(first_use_[r], "undefined rule '" + g_.rule_name(r) + "'");
     }
     const int32_t root = g_.find_rule("root");
     if (root < 0) return invalid_argument("gbnf: no 'root' rule");
@@ -141,13 +140,25 @@ class GbnfParser {
       if (pos_ >= t_.size()) return error("unexpected end after '\\'");
       const char e = t_[pos_++];
       switch (e) {
-        case 'n': return uint32_t{'\n'};
-        case 'r': return uint32_t{'\r'};
-        case 't': return uint32_t{'\t'};
-        case 'x': return hex(2);
-        case 'u': return hex(4);
-        case 'U': return hex(8);
-        case '\\': case '"': case '[': case ']': case '-': case '^': case '\'':
+        case 'n':
+          return uint32_t{'\n'};
+        case 'r':
+          return uint32_t{'\r'};
+        case 't':
+          return uint32_t{'\t'};
+        case 'x':
+          return hex(2);
+        case 'u':
+          return hex(4);
+        case 'U':
+          return hex(8);
+        case '\\':
+        case '"':
+        case '[':
+        case ']':
+        case '-':
+        case '^':
+        case '\'':
           return static_cast<uint32_t>(e);
         default:
           --pos_;

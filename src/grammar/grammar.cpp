@@ -56,7 +56,9 @@ int32_t Grammar::add_rule(std::string name) {
   return static_cast<int32_t>(rule_names_.size() - 1);
 }
 
-void Grammar::set_body(int32_t rule, int32_t expr) { rule_bodies_[rule] = expr; }
+void Grammar::set_body(int32_t rule, int32_t expr) {
+  rule_bodies_[rule] = expr;
+}
 
 int32_t Grammar::find_rule(std::string_view name) const {
   for (size_t i = 0; i < rule_names_.size(); ++i) {
@@ -65,7 +67,9 @@ int32_t Grammar::find_rule(std::string_view name) const {
   return -1;
 }
 
-int32_t Grammar::empty() { return push(Expr{}); }
+int32_t Grammar::empty() {
+  return push(Expr{});
+}
 
 int32_t Grammar::bytes(std::string_view literal) {
   if (literal.empty()) return empty();

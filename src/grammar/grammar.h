@@ -53,11 +53,11 @@ struct Automaton {
 
 struct Expr {
   ExprKind kind = ExprKind::kEmpty;
-  std::string bytes;                    // kBytes
-  std::vector<CodepointRange> ranges;   // kCharClass: sorted, disjoint, non-adjacent
-  std::vector<int32_t> children;        // kSeq, kAlt; kRepeat has one
-  int32_t min = 0, max = -1;            // kRepeat
-  int32_t rule = -1;                    // kRuleRef; kAutomaton: automata() index
+  std::string bytes;                   // kBytes
+  std::vector<CodepointRange> ranges;  // kCharClass: sorted, disjoint, non-adjacent
+  std::vector<int32_t> children;       // kSeq, kAlt; kRepeat has one
+  int32_t min = 0, max = -1;           // kRepeat
+  int32_t rule = -1;                   // kRuleRef; kAutomaton: automata() index
 };
 
 class Grammar {

@@ -55,8 +55,10 @@ class Parser {
 
   Result<int32_t> parse() {
     if (!p_.empty() && p_[0] == '^') pos_ = 1;
-    if (p_.size() > pos_ && p_.back() == '$' && !escaped_at(p_.size() - 1)) end_ = p_.size() - 1;
-    else end_ = p_.size();
+    if (p_.size() > pos_ && p_.back() == '$' && !escaped_at(p_.size() - 1))
+      end_ = p_.size() - 1;
+    else
+      end_ = p_.size();
     STRATA_ASSIGN_OR_RETURN(int32_t root, parse_alt(0));
     if (pos_ < end_) return error("unbalanced ')'");
     return root;
@@ -187,18 +189,30 @@ class Parser {
     const char c = p_[pos_++];
     auto one = [](uint32_t cp) { return std::vector<CodepointRange>{{cp, cp}}; };
     switch (c) {
-      case 'd': return kDigit;
-      case 'w': return kWord;
-      case 's': return kSpace;
-      case 'D': return ascii_complement(normalize_ranges(kDigit));
-      case 'W': return ascii_complement(normalize_ranges(kWord));
-      case 'S': return ascii_complement(normalize_ranges(kSpace));
-      case 'n': return one('\n');
-      case 't': return one('\t');
-      case 'r': return one('\r');
-      case 'f': return one('\f');
-      case 'v': return one('\v');
-      case '0': return one(0);
+      case 'd':
+        return kDigit;
+      case 'w':
+        return kWord;
+      case 's':
+        return kSpace;
+      case 'D':
+        return ascii_complement(normalize_ranges(kDigit));
+      case 'W':
+        return ascii_complement(normalize_ranges(kWord));
+      case 'S':
+        return ascii_complement(normalize_ranges(kSpace));
+      case 'n':
+        return one('\n');
+      case 't':
+        return one('\t');
+      case 'r':
+        return one('\r');
+      case 'f':
+        return one('\f');
+      case 'v':
+        return one('\v');
+      case '0':
+        return one(0);
       case 'x': {
         STRATA_ASSIGN_OR_RETURN(uint32_t v, hex(2));
         return one(v);

@@ -35,9 +35,9 @@ struct RegexNfa {
 };
 
 struct RegexLimits {
-  int32_t max_states = 200000;   // NFA states after expanding {m,n}
-  int32_t max_repeat = 10000;    // largest m or n in {m,n}
-  int32_t max_nesting = 200;     // group depth
+  int32_t max_states = 200000;  // NFA states after expanding {m,n}
+  int32_t max_repeat = 10000;   // largest m or n in {m,n}
+  int32_t max_nesting = 200;    // group depth
 };
 
 Result<RegexNfa> parse_regex(std::string_view pattern, const RegexLimits& limits = {});

@@ -33,8 +33,8 @@ class StackPool {
 
  private:
   static uint64_t hash(int32_t pos, int32_t parent) {
-    uint64_t x = (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) |
-                 static_cast<uint32_t>(parent);
+    uint64_t x =
+        (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent);
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdULL;
     x ^= x >> 33;

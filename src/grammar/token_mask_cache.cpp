@@ -16,8 +16,7 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar,
 }
 
 const PositionMask& TokenMaskCache::get(int32_t pos) const {
-  std::call_once(once_[pos],
-                 [&] { masks_[pos] = std::make_unique<PositionMask>(compute(pos)); });
+  std::call_once(once_[pos], [&] { masks_[pos] = std::make_unique<PositionMask>(compute(pos)); });
   return *masks_[pos];
 }
 

@@ -27,9 +27,7 @@ TokenTrie::TokenTrie(std::vector<std::string> token_bytes, const std::vector<int
   nodes_.push_back(Node{});
   std::vector<int32_t> path = {0};  // path[d] = node at depth d
   const std::string* prev = nullptr;
-  auto close_node = [&](int32_t i) {
-    nodes_[i].subtree_end = static_cast<int32_t>(nodes_.size());
-  };
+  auto close_node = [&](int32_t i) { nodes_[i].subtree_end = static_cast<int32_t>(nodes_.size()); };
   for (int32_t id : order) {
     const std::string& s = token_bytes_[id];
     size_t lcp = 0;

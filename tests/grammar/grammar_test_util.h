@@ -31,9 +31,33 @@ inline std::shared_ptr<const TokenTrie> small_vocab(std::vector<std::string> ext
   for (int c = 0x20; c < 0x7F; ++c) v.push_back(std::string(1, static_cast<char>(c)));
   v.push_back("\n");
   v.push_back("\t");
-  for (const char* s : {"\":", "\",", "{\"", "\"}", "},", "[{", "}]", ", \"", "true", "false",
-                        "null", "12", "0.", "e+", "ab", "abc", "\\n", "\\\"", "\\u00", " \"",
-                        "é", "日本", "\xF0\x9F\x98\x80", "  ", "\n  ", ":\"", "\"]"})
+  for (const char* s : {"\":",
+                        "\",",
+                        "{\"",
+                        "\"}",
+                        "},",
+                        "[{",
+                        "}]",
+                        ", \"",
+                        "true",
+                        "false",
+                        "null",
+                        "12",
+                        "0.",
+                        "e+",
+                        "ab",
+                        "abc",
+                        "\\n",
+                        "\\\"",
+                        "\\u00",
+                        " \"",
+                        "é",
+                        "日本",
+                        "\xF0\x9F\x98\x80",
+                        "  ",
+                        "\n  ",
+                        ":\"",
+                        "\"]"})
     v.push_back(s);
   for (auto& s : extra) v.push_back(std::move(s));
   v.push_back("<eos>");
