@@ -112,11 +112,11 @@ inline std::string random_walk(const std::shared_ptr<const TokenMaskCache>& cach
     }
     const int32_t id = ids[rng.next_u64() % ids.size()];
     EXPECT_TRUE(m.accept_token(id));
+    if (trie.is_matchable(id)) text += trie.token_bytes(id);
     if (m.is_terminated()) {
       *finished = true;
       return text;
     }
-    text += trie.token_bytes(id);
   }
   return text;
 }
