@@ -161,7 +161,7 @@ class GbnfParser {
         case '\'':
           return static_cast<uint32_t>(e);
         default:
-          --pos_;
+          pos_ -= 2;
           return error(std::string("unknown escape '\\") + e + "'");
       }
     }
@@ -236,10 +236,12 @@ class GbnfParser {
             ++pos_;
             break;
           }
+          if (t_[pos_] == '\n') return error_at(atom_pos, "unterminated character class");
           STRATA_ASSIGN_OR_RETURN(uint32_t lo, read_char());
           uint32_t hi = lo;
           if (pos_ + 1 < t_.size() && t_[pos_] == '-' && t_[pos_ + 1] != ']') {
             ++pos_;
+            if (t_[pos_] == '\n') return error_at(atom_pos, "unterminated character class");
             STRATA_ASSIGN_OR_RETURN(hi, read_char());
             if (hi < lo) return error("bad character range");
           }
