@@ -13,10 +13,9 @@ inline void set_bit(std::span<uint64_t> mask, int32_t id) {
 }  // namespace
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const TokenMaskCache> cache)
-    : cache_(std::move(cache)), stepper_(cache_->grammar(), &pool_) {
+    : cache_(std::move(cache)), stepper_(cache_->grammar(), &pool_), memo_(&stepper_) {
   const size_t levels = static_cast<size_t>(cache_->max_token_depth()) + 1;
-  levels_.resize(levels);
-  level_pool_.resize(levels);
+  level_set_.resize(levels);
   level_node_.resize(levels);
   reset();
 }
@@ -81,21 +80,18 @@ bool GrammarMatcher::rollback(int32_t n) {
 void GrammarMatcher::walk_uncertain(int32_t stack, const std::vector<int32_t>& nodes,
                                     std::span<uint64_t> mask) {
   const TokenTrie& trie = cache_->trie();
-  const int32_t base = pool_.size();
-  levels_[0].stacks.assign(1, stack);
-  levels_[0].bottom_popped = false;
-  level_pool_[0] = base;
+  StackSet first;
+  first.stacks.assign(1, stack);
+  level_set_[0] = memo_.intern(std::move(first));
   level_node_[0] = 0;
-  int32_t valid = 0;  // levels_[0..valid] hold the path to level_node_[valid]
+  int32_t valid = 0;  // level_set_[0..valid] hold the path to level_node_[valid]
   auto step_to = [&](int32_t node) {
     const TokenTrie::Node& nd = trie.node(node);
     const int32_t d = nd.depth;
-    pool_.truncate(level_pool_[d - 1]);
-    stepper_.advance(levels_[d - 1], nd.byte, &levels_[d]);
-    level_pool_[d] = pool_.size();
+    level_set_[d] = memo_.next(level_set_[d - 1], nd.byte);
     level_node_[d] = node;
     valid = d;
-    return !levels_[d].is_dead();
+    return !memo_.is_dead(level_set_[d]);
   };
   for (int32_t u : nodes) {
     // Climb from u to the deepest node of the current path, then step down.
@@ -107,7 +103,7 @@ void GrammarMatcher::walk_uncertain(int32_t stack, const std::vector<int32_t>& n
       chain_.push_back(a);
       a = trie.node(a).parent;
     }
-    if (levels_[trie.node(a).depth].is_dead()) continue;
+    if (memo_.is_dead(level_set_[trie.node(a).depth])) continue;
     bool alive = true;
     for (auto it = chain_.rbegin(); it != chain_.rend(); ++it) {
       if (!step_to(*it)) {
@@ -116,7 +112,7 @@ void GrammarMatcher::walk_uncertain(int32_t stack, const std::vector<int32_t>& n
       }
     }
     if (!alive) continue;
-    // levels_[depth(u)] is u's state: walk u's subtree.
+    // level_set_[depth(u)] is u's state: walk u's subtree.
     const int32_t end = trie.node(u).subtree_end;
     for (int32_t i = u; i < end;) {
       if (i != u && !step_to(i)) {
@@ -127,7 +123,6 @@ void GrammarMatcher::walk_uncertain(int32_t stack, const std::vector<int32_t>& n
       ++i;
     }
   }
-  pool_.truncate(base);
 }
 
 void GrammarMatcher::fill_next_token_bitmask(std::span<uint64_t> mask) {
@@ -143,10 +138,13 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint64_t> mask) {
       for (int32_t id : pm.accepted_ids) set_bit(mask, id);
     }
   }
+  const int32_t base = pool_.size();
   for (int32_t s : set.stacks) {
     const PositionMask& pm = cache_->get(pool_.frame(s).pos);
     if (!pm.uncertain_nodes.empty()) walk_uncertain(s, pm.uncertain_nodes, mask);
   }
+  memo_.clear();
+  pool_.truncate(base);
   if (set.bottom_popped) {
     for (int32_t id : cache_->trie().eog_ids()) set_bit(mask, id);
   }

@@ -76,9 +76,10 @@ class GrammarMatcher {
   StackPool pool_;
   PdaStepper stepper_;
   std::vector<Entry> history_;
-  // Scratch for walks, one level per trie depth.
-  std::vector<StackSet> levels_;
-  std::vector<int32_t> level_pool_, level_node_, chain_;
+  // Scratch for uncertain-subtree walks: memoized set transitions and one
+  // interned set per trie depth along the current path.
+  StackSetMemo memo_;
+  std::vector<int32_t> level_set_, level_node_, chain_;
 };
 
 }  // namespace strata

@@ -1,5 +1,7 @@
 #include "grammar/pda_stepper.h"
 
+#include <algorithm>
+
 namespace strata {
 
 void PdaStepper::begin(StackSet* out) {
@@ -56,6 +58,33 @@ void PdaStepper::advance(const StackSet& in, uint8_t b, StackSet* out) {
 void PdaStepper::advance_one(int32_t stack, uint8_t b, StackSet* out) {
   begin(out);
   step_stack(stack, b, out);
+}
+
+int32_t StackSetMemo::intern(StackSet s) {
+  std::sort(s.stacks.begin(), s.stacks.end());
+  std::string key(reinterpret_cast<const char*>(s.stacks.data()),
+                  s.stacks.size() * sizeof(int32_t));
+  key.push_back(s.bottom_popped ? 1 : 0);
+  auto [it, inserted] = ids_.emplace(std::move(key), static_cast<int32_t>(sets_.size()));
+  if (inserted) {
+    sets_.push_back(std::move(s));
+    trans_.resize(sets_.size() * 256, kUnknown);
+  }
+  return it->second;
+}
+
+int32_t StackSetMemo::step(int32_t id, uint8_t b) {
+  const StackSet from = sets_[id];  // copy: intern() may grow sets_
+  stepper_->advance(from, b, &scratch_);
+  const int32_t r = intern(scratch_);
+  trans_[static_cast<size_t>(id) * 256 + b] = r;
+  return r;
+}
+
+void StackSetMemo::clear() {
+  sets_.clear();
+  trans_.clear();
+  ids_.clear();
 }
 
 }  // namespace strata

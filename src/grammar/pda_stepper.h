@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
@@ -53,6 +55,35 @@ class PdaStepper {
   std::vector<uint32_t> mark_;  // mark_[stack] == epoch_: already closed this step
   uint32_t epoch_ = 0;
   std::vector<int32_t> work_;
+};
+
+// Interned stack sets with a memoized byte transition table, for trie
+// walks: they revisit the same few sets (inside a string every character
+// leads back to the loop), so most steps become one table lookup. The pool
+// must not be truncated below what the memo has seen while it is in use.
+class StackSetMemo {
+ public:
+  explicit StackSetMemo(PdaStepper* stepper) : stepper_(stepper) {}
+
+  int32_t intern(StackSet s);
+  int32_t next(int32_t id, uint8_t b) {
+    const int32_t t = trans_[static_cast<size_t>(id) * 256 + b];
+    return t != kUnknown ? t : step(id, b);
+  }
+  const StackSet& set(int32_t id) const { return sets_[id]; }
+  bool is_dead(int32_t id) const { return sets_[id].is_dead(); }
+  bool bottom_popped(int32_t id) const { return sets_[id].bottom_popped; }
+  void clear();
+
+ private:
+  static constexpr int32_t kUnknown = -1;
+  int32_t step(int32_t id, uint8_t b);
+
+  PdaStepper* stepper_;
+  std::vector<StackSet> sets_;
+  std::vector<int32_t> trans_;  // [set][byte]
+  std::unordered_map<std::string, int32_t> ids_;
+  StackSet scratch_;
 };
 
 }  // namespace strata

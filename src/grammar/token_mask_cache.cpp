@@ -29,13 +29,14 @@ PositionMask TokenMaskCache::compute(int32_t pos) const {
   const TokenTrie& trie = *trie_;
   StackPool pool;
   PdaStepper stepper(*grammar_, &pool);
+  StackSetMemo sets(&stepper);
   const bool in_root = grammar_->node(pos).rule == grammar_->root_rule();
   const size_t levels = static_cast<size_t>(max_depth_) + 1;
-  std::vector<StackSet> states(levels);
-  std::vector<int32_t> pool_size(levels);
+  std::vector<int32_t> state(levels);
   std::vector<uint8_t> ended(levels);  // the frame ended before this depth
-  stepper.start(pos, -1, &states[0]);
-  pool_size[0] = pool.size();
+  StackSet first;
+  stepper.start(pos, -1, &first);
+  state[0] = sets.intern(std::move(first));
   ended[0] = 0;
 
   PositionMask out;
@@ -43,11 +44,9 @@ PositionMask TokenMaskCache::compute(int32_t pos) const {
   for (int32_t i = 1; i < trie.num_nodes();) {
     const TokenTrie::Node& nd = trie.node(i);
     const int32_t d = nd.depth;
-    pool.truncate(pool_size[d - 1]);
-    stepper.advance(states[d - 1], nd.byte, &states[d]);
-    pool_size[d] = pool.size();
-    ended[d] = ended[d - 1] || states[d - 1].bottom_popped;
-    if (states[d].is_dead()) {
+    state[d] = sets.next(state[d - 1], nd.byte);
+    ended[d] = ended[d - 1] || sets.bottom_popped(state[d - 1]);
+    if (sets.is_dead(state[d])) {
       if (ended[d] && !in_root) out.uncertain_nodes.push_back(i);
       i = nd.subtree_end;
       continue;
