@@ -90,6 +90,11 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
 }
 
 Status EngineCore::check_request(const GenerationRequest& request) const {
+  if (request.grammar && request.grammar->trie().vocab_size() != tokenizer_.vocab_size()) {
+    return invalid_argument("grammar: compiled for a vocabulary of " +
+                            std::to_string(request.grammar->trie().vocab_size()) +
+                            " tokens, the model has " + std::to_string(tokenizer_.vocab_size()));
+  }
   return limits_.check(request);
 }
 
@@ -138,6 +143,7 @@ void EngineCore::admit_now(GenerationRequest request, std::shared_ptr<RequestStr
     spec.prefix_source_id = source_id;
     spec.sampling = request.sampling;
     spec.sampling.seed = request.sampling.seed + static_cast<uint64_t>(i);
+    spec.grammar = request.grammar;
     if (Status s = scheduler_->add_request(std::move(spec)); !s) {
       outputs_->finish(id, FinishReason::kError, clock_->now_ns(), s);
       continue;
@@ -196,6 +202,16 @@ StepStats EngineCore::step() {
   for (RequestId id : processed.stopped_ids) scheduler_->finish_request(id, FinishReason::kStop);
   if (connector_) {
     for (RequestId id : processed.finished_ids) connector_->request_finished(id);
+  }
+  // Choices whose grammar ended with this step's token (and that nothing
+  // else finished): stop them now rather than spend a step on EOS.
+  for (RequestId id : executed.grammar_finished_ids) {
+    if (std::find(processed.finished_ids.begin(), processed.finished_ids.end(), id) !=
+        processed.finished_ids.end())
+      continue;
+    scheduler_->finish_request(id, FinishReason::kStop);
+    if (connector_) connector_->request_finished(id);
+    outputs_->finish(id, FinishReason::kStop, clock_->now_ns());
   }
   if (!scheduler_->has_unfinished_requests()) release_finished();
   publish_state();

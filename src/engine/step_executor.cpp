@@ -53,7 +53,10 @@ StepPlan StepExecutor::admit_new_requests(const StepPlan& plan, ExecutedStep* ou
         out->result.failed_ids.push_back(s.request_id);
         continue;
       }
-      requests_.emplace(s.request_id, RequestState{std::move(*sampler), d.stop_token_ids});
+      std::unique_ptr<GrammarMatcher> matcher;
+      if (d.grammar) matcher = std::make_unique<GrammarMatcher>(d.grammar);
+      requests_.emplace(s.request_id,
+                        RequestState{std::move(*sampler), d.stop_token_ids, std::move(matcher)});
     } else if (!requests_.count(s.request_id)) {
       out->errors.emplace(s.request_id,
                           internal_error("executor: request " + std::to_string(s.request_id) +
@@ -107,7 +110,23 @@ ExecutedStep StepExecutor::execute(const StepPlan& plan) {
         if (stop >= 0 && stop < vocab_size_) row[stop] = -std::numeric_limits<float>::infinity();
       }
     }
+    if (state.matcher) {
+      token_mask_.resize(static_cast<size_t>(state.matcher->cache().trie().mask_words()));
+      state.matcher->fill_next_token_bitmask(token_mask_);
+      apply_token_bitmask(token_mask_, row, vocab_size_);
+    }
     SampleResult sample = state.sampler.sample(row, workspace_);
+    if (state.matcher) {
+      if (!state.matcher->accept_token(sample.token)) {
+        // Only when the grammar allows nothing the sampler can draw (e.g.
+        // every allowed token masked as a stop token before min_tokens).
+        out.errors.emplace(s.request_id,
+                           invalid_argument("grammar: no allowed token could be sampled"));
+        out.result.failed_ids.push_back(s.request_id);
+        continue;
+      }
+      if (state.matcher->is_terminated()) out.grammar_finished_ids.push_back(s.request_id);
+    }
     out.result.sampled.push_back({s.request_id, sample.token});
     out.samples.emplace(s.request_id, std::move(sample));
   }

@@ -8,7 +8,11 @@
 // a plan's finished_ids; preemption keeps it, so a recomputed request
 // continues its random stream. One SamplerWorkspace serves every request.
 // While a request has fewer than min_tokens outputs (masks_stop_tokens), its
-// stop tokens are masked out of its logits row.
+// stop tokens are masked out of its logits row. A request with a grammar
+// owns a GrammarMatcher (created with its sampler): its row is masked to the
+// grammar's allowed tokens before sampling and the matcher advanced with the
+// sampled token; the mask depends on the request's own tokens only, so batch
+// invariance holds.
 //
 // Failures stay per request: a sampler that rejects its params fails that
 // request alone; a forward pass that fails is retried one request at a time
@@ -21,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "grammar/grammar_matcher.h"
 #include "runtime/forward_batch.h"
 #include "runtime/model_runner.h"
 #include "sampler/sampler.h"
@@ -36,6 +41,9 @@ struct ExecutedStep {
   // Per failed request: why (kInvalidArgument for rejected sampling
   // parameters, kInternal for a failed forward pass).
   std::unordered_map<RequestId, Status> errors;
+  // Grammar-constrained requests whose grammar ended with the token sampled
+  // now: nothing may follow, so the engine finishes them (kStop).
+  std::vector<RequestId> grammar_finished_ids;
 };
 
 // The flat batch ModelRunner::forward takes: sequence s is plan.requests[s];
@@ -63,9 +71,11 @@ class StepExecutor {
   struct RequestState {
     SequenceSampler sampler;
     std::vector<int32_t> stop_token_ids;
+    std::unique_ptr<GrammarMatcher> matcher;  // null: unconstrained
   };
   std::unordered_map<RequestId, RequestState> requests_;
-  std::vector<float> logits_;  // [num sampling rows][vocab]
+  std::vector<float> logits_;         // [num sampling rows][vocab]
+  std::vector<uint64_t> token_mask_;  // one grammar mask, reused
 };
 
 }  // namespace strata

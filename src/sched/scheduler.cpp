@@ -281,6 +281,7 @@ StepPlan Scheduler::schedule() {
       d.sampling = r.spec.sampling;
       d.prompt_tokens.assign(r.tokens.begin(), r.tokens.begin() + r.num_prompt_tokens);
       d.stop_token_ids = r.spec.stop_token_ids;
+      d.grammar = r.spec.grammar;
       s.new_request = std::move(d);
     }
     plan.num_scheduled_tokens += g.num_new_tokens;

@@ -29,6 +29,8 @@ struct NewRequestData {
   // Masked out of the logits while fewer than min_tokens outputs exist (see
   // ScheduledRequest::masks_stop_tokens): the request's stop tokens.
   std::vector<int32_t> stop_token_ids;
+  // Constrains sampling to a grammar (a matcher per request); null: none.
+  std::shared_ptr<const TokenMaskCache> grammar;
 };
 
 // One request's share of a step: tokens [num_computed_tokens,
