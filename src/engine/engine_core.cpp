@@ -70,7 +70,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
   const SchedulerOptions sched_options = options.scheduler_options(config);
   STRATA_RETURN_IF_ERROR(sched_options.validate());
   c.scheduler_ = std::make_unique<Scheduler>(sched_options, c.kv_cache_.get(), c.clock_);
-  c.executor_ = std::make_unique<StepExecutor>(*c.runner_, c.vocab_size_);
+  c.executor_ = std::make_unique<StepExecutor>(*c.runner_, c.vocab_size_, &tokenizer);
   if (connector == nullptr && options.kv_tiers.enabled()) {
     STRATA_ASSIGN_OR_RETURN(
         connector, TieredKvConnector::create(weights, options.block_size, options.kv_tiers, nullptr,
@@ -203,16 +203,7 @@ StepStats EngineCore::step() {
   if (connector_) {
     for (RequestId id : processed.finished_ids) connector_->request_finished(id);
   }
-  // Choices whose grammar ended with this step's token (and that nothing
-  // else finished): stop them now rather than spend a step on EOS.
-  for (RequestId id : executed.grammar_finished_ids) {
-    if (std::find(processed.finished_ids.begin(), processed.finished_ids.end(), id) !=
-        processed.finished_ids.end())
-      continue;
-    scheduler_->finish_request(id, FinishReason::kStop);
-    if (connector_) connector_->request_finished(id);
-    outputs_->finish(id, FinishReason::kStop, clock_->now_ns());
-  }
+
   if (!scheduler_->has_unfinished_requests()) release_finished();
   publish_state();
   stats.seconds = static_cast<double>(clock_->now_ns() - t0) * 1e-9;

@@ -94,6 +94,10 @@ bool OutputProcessor::handle_update(const RequestUpdate& u, const ExecutedStep& 
       if (s != executed.samples.end()) e.logprobs.push_back(s->second);
     }
     e.text = c.matcher.feed(c.detokenizer.push(u.new_token), can_match);
+    for (int32_t t : u.forced_tokens) {
+      e.token_ids.push_back(t);
+      e.text += c.matcher.feed(c.detokenizer.push(t), can_match);
+    }
     record_token_metrics(c, u, now_ns);
     if (c.first_token_ns < 0) c.first_token_ns = now_ns;
     c.last_token_ns = now_ns;

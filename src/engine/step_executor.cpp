@@ -26,8 +26,52 @@ ForwardBatch to_forward_batch(const StepPlan& plan) {
   return batch;
 }
 
-StepExecutor::StepExecutor(ModelRunner& runner, int32_t vocab_size)
-    : runner_(runner), vocab_size_(vocab_size), workspace_(vocab_size) {}
+StepExecutor::StepExecutor(ModelRunner& runner, int32_t vocab_size, const Tokenizer* tokenizer)
+    : runner_(runner), vocab_size_(vocab_size), tokenizer_(tokenizer), workspace_(vocab_size) {}
+
+std::vector<int32_t> StepExecutor::forced_tokens(GrammarMatcher& m, int32_t sampled) {
+  constexpr size_t kMaxForcedBytes = 256;
+  std::string forced = m.find_jump_forward_bytes(kMaxForcedBytes);
+  // Whole UTF-8 characters only.
+  size_t end = forced.size();
+  for (size_t i = forced.size(); i > 0 && i + 4 > forced.size(); --i) {
+    const unsigned char c = static_cast<unsigned char>(forced[i - 1]);
+    if ((c & 0xC0) == 0x80) continue;
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+    if (i - 1 + len > forced.size()) end = i - 1;
+    break;
+  }
+  forced.resize(end);
+  if (forced.empty()) return {};
+  // The tokens the tokenizer gives the sampled token's text plus the forced
+  // bytes, when it keeps the sampled token; else the forced bytes alone.
+  std::vector<int32_t> ids =
+      tokenizer_->encode(tokenizer_->token_to_piece(sampled) + forced, false, false);
+  if (!ids.empty() && ids[0] == sampled) {
+    ids.erase(ids.begin());
+  } else {
+    ids = tokenizer_->encode(forced, false, false);
+  }
+  std::string spelled;
+  for (int32_t id : ids) spelled += tokenizer_->token_to_piece(id);
+  // A SentencePiece space prefix (or normalization) changed the bytes:
+  // longest-match tokens over the vocabulary instead.
+  if (spelled != forced) ids = m.cache().trie().greedy_tokenize(forced);
+  if (ids.empty()) return {};
+  int32_t accepted = 0;
+  for (int32_t id : ids) {
+    if (!m.accept_token(id)) {
+      m.rollback(accepted);
+      return {};
+    }
+    ++accepted;
+  }
+  if (!m.is_terminated() && !ids.empty()) {
+    m.rollback(1);
+    ids.pop_back();
+  }
+  return ids;
+}
 
 Status StepExecutor::forward(const StepPlan& plan) {
   const ForwardBatch batch = to_forward_batch(plan);
@@ -55,8 +99,9 @@ StepPlan StepExecutor::admit_new_requests(const StepPlan& plan, ExecutedStep* ou
       }
       std::unique_ptr<GrammarMatcher> matcher;
       if (d.grammar) matcher = std::make_unique<GrammarMatcher>(d.grammar);
-      requests_.emplace(s.request_id,
-                        RequestState{std::move(*sampler), d.stop_token_ids, std::move(matcher)});
+      const bool jump_forward = d.grammar && tokenizer_ && d.sampling.num_logprobs == 0;
+      requests_.emplace(s.request_id, RequestState{std::move(*sampler), d.stop_token_ids,
+                                                   std::move(matcher), jump_forward});
     } else if (!requests_.count(s.request_id)) {
       out->errors.emplace(s.request_id,
                           internal_error("executor: request " + std::to_string(s.request_id) +
@@ -125,9 +170,15 @@ ExecutedStep StepExecutor::execute(const StepPlan& plan) {
         out.result.failed_ids.push_back(s.request_id);
         continue;
       }
-      if (state.matcher->is_terminated()) out.grammar_finished_ids.push_back(s.request_id);
     }
-    out.result.sampled.push_back({s.request_id, sample.token});
+    SampledToken sampled{s.request_id, sample.token, {}, false};
+    if (state.matcher) {
+      if (state.jump_forward && !state.matcher->is_terminated()) {
+        sampled.forced_tokens = forced_tokens(*state.matcher, sample.token);
+      }
+      sampled.ends_request = state.matcher->is_terminated();
+    }
+    out.result.sampled.push_back(std::move(sampled));
     out.samples.emplace(s.request_id, std::move(sample));
   }
   return out;

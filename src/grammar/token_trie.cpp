@@ -101,4 +101,36 @@ std::shared_ptr<const TokenTrie> TokenTrie::from_tokenizer(const Tokenizer& toke
   return std::make_shared<const TokenTrie>(std::move(bytes), excluded, std::move(eog));
 }
 
+std::vector<int32_t> TokenTrie::greedy_tokenize(std::string_view bytes) const {
+  std::vector<int32_t> out;
+  size_t pos = 0;
+  while (pos < bytes.size()) {
+    int32_t node = 0, best = -1;
+    size_t best_len = 0;
+    for (size_t d = 0; pos + d < bytes.size(); ++d) {
+      // Children of `node` are contiguous after it; find the byte.
+      int32_t c = node + 1, found = -1;
+      const int32_t end = nodes_[node].subtree_end;
+      while (c < end) {
+        if (nodes_[c].byte == static_cast<uint8_t>(bytes[pos + d])) {
+          found = c;
+          break;
+        }
+        c = nodes_[c].subtree_end;
+      }
+      if (found < 0) break;
+      node = found;
+      const auto ids = tokens_at(node);
+      if (!ids.empty()) {
+        best = *std::min_element(ids.begin(), ids.end());
+        best_len = d + 1;
+      }
+    }
+    if (best < 0) return {};
+    out.push_back(best);
+    pos += best_len;
+  }
+  return out;
+}
+
 }  // namespace strata

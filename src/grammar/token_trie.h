@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strata {
@@ -50,6 +51,11 @@ class TokenTrie {
   // Whether the id is in the trie (a grammar may allow it).
   bool is_matchable(int32_t id) const { return matchable_[id]; }
   const std::vector<int32_t>& eog_ids() const { return eog_ids_; }
+  // Longest-match tokenization of `bytes` over the trie's tokens (the
+  // lowest id among equal pieces); empty when some byte has no token. For
+  // jump-forward text when the tokenizer's own encoding does not spell the
+  // bytes exactly (a SentencePiece space prefix).
+  std::vector<int32_t> greedy_tokenize(std::string_view bytes) const;
   // Words of a bitmask over this vocabulary.
   int32_t mask_words() const { return (vocab_size() + 63) / 64; }
 

@@ -146,6 +146,39 @@ TEST(ConstrainedGeneration, GreedyOutputIsTheSameAloneAndBatched) {
   }
 }
 
+// Long keys and enum tails are forced: they arrive as several tokens in one
+// event (one step), retokenized, and the output is still in the grammar.
+TEST(ConstrainedGeneration, JumpForwardAppendsForcedTokens) {
+  STRATA_REQUIRE_MODEL();
+  auto g = grammar_for(GrammarKind::kJsonSchema, R"({"type":"object","properties":{
+      "temperature_in_celsius":{"type":"integer","minimum":0,"maximum":9},
+      "weather_description":{"enum":["partly cloudy","thunderstorm"]}},
+      "required":["temperature_in_celsius","weather_description"],"additionalProperties":false})");
+  ASSERT_TRUE(g);
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 4; ++i) requests.push_back(constrained(g, 80 + i, 120, 1.0f, 9 + i));
+  auto core = make_core(small_options(256));
+  ASSERT_TRUE(core);
+  auto outputs = run_to_completion(*core, requests);
+  int32_t num_finished = 0;
+  for (const auto& o : outputs) {
+    const ChoiceOutput& c = o.at(0);
+    // Fewer events than tokens: some steps delivered forced tokens.
+    EXPECT_LT(c.num_events, static_cast<int32_t>(c.tokens.size())) << c.text;
+    std::vector<int32_t> body = c.tokens;
+    if (!body.empty() && peaky_model().tokenizer->is_eog(body.back())) body.pop_back();
+    const bool complete = replay(g, body);
+    if (c.finish_reason != FinishReason::kStop) continue;
+    ++num_finished;
+    EXPECT_TRUE(complete);
+    const auto j = nlohmann::json::parse(c.text, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << c.text;
+    const std::string w = j.at("weather_description").get<std::string>();
+    EXPECT_TRUE(w == "partly cloudy" || w == "thunderstorm") << w;
+  }
+  EXPECT_GT(num_finished, 0);
+}
+
 TEST(ConstrainedGeneration, GrammarForAnotherVocabularyIsRefused) {
   STRATA_REQUIRE_MODEL();
   auto trie = std::make_shared<const TokenTrie>(std::vector<std::string>{"a", "b"},

@@ -104,6 +104,17 @@ TEST(GrammarMatcher, JumpForwardFindsForcedBytes) {
   EXPECT_EQ(m2.find_jump_forward_bytes(3), "{\"n");
 }
 
+TEST(TokenTrie, GreedyTokenizeTakesLongestMatches) {
+  auto trie = small_vocab();
+  const auto ids = trie->greedy_tokenize("{\"abc\":");
+  std::string spelled;
+  for (int32_t id : ids) spelled += trie->token_bytes(id);
+  EXPECT_EQ(spelled, "{\"abc\":");
+  ASSERT_EQ(ids.size(), 3u);  // {" abc ":
+  EXPECT_EQ(trie->token_bytes(ids[1]), "abc");
+  EXPECT_TRUE(trie->greedy_tokenize("\x01").empty());  // no token for the byte
+}
+
 TEST(GrammarMatcher, UnicodeClassesAreUtf8) {
   auto c = gbnf_cache(R"(root ::= [^a-z]{2} [é-ü] .)");
   ASSERT_TRUE(c);
