@@ -11,7 +11,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
   libhiredis-dev redis-server
   libboost1.81-dev
-  python3-jinja2
+  python3-jinja2 python3-jsonschema
 )
 # Node.js and npm run the oracles. Some images ship a Node.js build that
 # bundles npm (so Debian's npm package conflicts with it): install Debian's
