@@ -19,7 +19,14 @@ esac
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libssl-dev
+<<<<<<< HEAD
   libcpp-httplib-dev libhiredis-dev libboost1.81-dev
+=======
+  libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
+  libhiredis-dev redis-server
+  libboost1.81-dev
+  python3-jinja2 python3-jsonschema
+>>>>>>> grammar
 )
 if [ "$mode" = full ]; then
   APT_PACKAGES+=(

@@ -71,7 +71,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
   const SchedulerOptions sched_options = options.scheduler_options(config);
   STRATA_RETURN_IF_ERROR(sched_options.validate());
   c.scheduler_ = std::make_unique<Scheduler>(sched_options, c.kv_cache_.get(), c.clock_);
-  c.executor_ = std::make_unique<StepExecutor>(*c.runner_, c.vocab_size_);
+  c.executor_ = std::make_unique<StepExecutor>(*c.runner_, c.vocab_size_, &tokenizer);
   if (connector == nullptr && options.kv_tiers.enabled()) {
     STRATA_ASSIGN_OR_RETURN(
         connector, TieredKvConnector::create(weights, options.block_size, options.kv_tiers, nullptr,
@@ -91,6 +91,11 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
 }
 
 Status EngineCore::check_request(const GenerationRequest& request) const {
+  if (request.grammar && request.grammar->trie().vocab_size() != tokenizer_.vocab_size()) {
+    return invalid_argument("grammar: compiled for a vocabulary of " +
+                            std::to_string(request.grammar->trie().vocab_size()) +
+                            " tokens, the model has " + std::to_string(tokenizer_.vocab_size()));
+  }
   return limits_.check(request);
 }
 
@@ -143,6 +148,7 @@ void EngineCore::admit_now(GenerationRequest request, std::shared_ptr<RequestStr
     spec.prefix_source_id = source_id;
     spec.sampling = request.sampling;
     spec.sampling.seed = request.sampling.seed + static_cast<uint64_t>(i);
+    spec.grammar = request.grammar;
     if (Status s = scheduler_->add_request(std::move(spec)); !s) {
       outputs_->finish(id, FinishReason::kError, clock_->now_ns(), s);
       continue;
@@ -202,6 +208,7 @@ StepStats EngineCore::step() {
   if (connector_) {
     for (RequestId id : processed.finished_ids) connector_->request_finished(id);
   }
+
   if (!scheduler_->has_unfinished_requests()) release_finished();
   publish_state();
   stats.seconds = static_cast<double>(clock_->now_ns() - t0) * 1e-9;

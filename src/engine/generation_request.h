@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "grammar/token_mask_cache.h"
 #include "sampler/sampler.h"
 
 namespace strata {
@@ -45,6 +47,11 @@ struct GenerationRequest {
   int32_t priority = 0;
   // Separates prefix-cache namespaces (tenants).
   std::string cache_salt;
+  // Structured output: a compiled grammar bound to this model's vocabulary
+  // (GrammarCache::get). Each choice gets its own matcher; each step masks
+  // the tokens the grammar forbids (end-of-generation until it may end), and
+  // a choice whose grammar has ended finishes with kStop. Null: free text.
+  std::shared_ptr<const TokenMaskCache> grammar;
 };
 
 }  // namespace strata

@@ -95,8 +95,15 @@ bool OutputProcessor::handle_update(const RequestUpdate& u, const ExecutedStep& 
       auto s = executed.samples.find(u.request_id);
       if (s != executed.samples.end()) e.logprobs.push_back(s->second);
     }
+<<<<<<< HEAD
     if (!is_stop_token || c.spec.include_stop_str_in_output) {
       e.text = c.matcher.feed(c.detokenizer.push(u.new_token), can_match);
+=======
+    e.text = c.matcher.feed(c.detokenizer.push(u.new_token), can_match);
+    for (int32_t t : u.forced_tokens) {
+      e.token_ids.push_back(t);
+      e.text += c.matcher.feed(c.detokenizer.push(t), can_match);
+>>>>>>> grammar
     }
     record_token_metrics(c, u, now_ns);
     if (c.first_token_ns < 0) c.first_token_ns = now_ns;

@@ -26,8 +26,52 @@ ForwardBatch to_forward_batch(const StepPlan& plan) {
   return batch;
 }
 
-StepExecutor::StepExecutor(ModelRunner& runner, int32_t vocab_size)
-    : runner_(runner), vocab_size_(vocab_size), workspace_(vocab_size) {}
+StepExecutor::StepExecutor(ModelRunner& runner, int32_t vocab_size, const Tokenizer* tokenizer)
+    : runner_(runner), vocab_size_(vocab_size), tokenizer_(tokenizer), workspace_(vocab_size) {}
+
+std::vector<int32_t> StepExecutor::forced_tokens(GrammarMatcher& m, int32_t sampled) {
+  constexpr size_t kMaxForcedBytes = 256;
+  std::string forced = m.find_jump_forward_bytes(kMaxForcedBytes);
+  // Whole UTF-8 characters only.
+  size_t end = forced.size();
+  for (size_t i = forced.size(); i > 0 && i + 4 > forced.size(); --i) {
+    const unsigned char c = static_cast<unsigned char>(forced[i - 1]);
+    if ((c & 0xC0) == 0x80) continue;
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+    if (i - 1 + len > forced.size()) end = i - 1;
+    break;
+  }
+  forced.resize(end);
+  if (forced.empty()) return {};
+  // The tokens the tokenizer gives the sampled token's text plus the forced
+  // bytes, when it keeps the sampled token; else the forced bytes alone.
+  std::vector<int32_t> ids =
+      tokenizer_->encode(tokenizer_->token_to_piece(sampled) + forced, false, false);
+  if (!ids.empty() && ids[0] == sampled) {
+    ids.erase(ids.begin());
+  } else {
+    ids = tokenizer_->encode(forced, false, false);
+  }
+  std::string spelled;
+  for (int32_t id : ids) spelled += tokenizer_->token_to_piece(id);
+  // A SentencePiece space prefix (or normalization) changed the bytes:
+  // longest-match tokens over the vocabulary instead.
+  if (spelled != forced) ids = m.cache().trie().greedy_tokenize(forced);
+  if (ids.empty()) return {};
+  int32_t accepted = 0;
+  for (int32_t id : ids) {
+    if (!m.accept_token(id)) {
+      m.rollback(accepted);
+      return {};
+    }
+    ++accepted;
+  }
+  if (!m.is_terminated() && !ids.empty()) {
+    m.rollback(1);
+    ids.pop_back();
+  }
+  return ids;
+}
 
 Status StepExecutor::forward(const StepPlan& plan) {
   const ForwardBatch batch = to_forward_batch(plan);
@@ -53,7 +97,11 @@ StepPlan StepExecutor::admit_new_requests(const StepPlan& plan, ExecutedStep* ou
         out->result.failed_ids.push_back(s.request_id);
         continue;
       }
-      requests_.emplace(s.request_id, RequestState{std::move(*sampler), d.stop_token_ids});
+      std::unique_ptr<GrammarMatcher> matcher;
+      if (d.grammar) matcher = std::make_unique<GrammarMatcher>(d.grammar);
+      const bool jump_forward = d.grammar && tokenizer_ && d.sampling.num_logprobs == 0;
+      requests_.emplace(s.request_id, RequestState{std::move(*sampler), d.stop_token_ids,
+                                                   std::move(matcher), jump_forward});
     } else if (!requests_.count(s.request_id)) {
       out->errors.emplace(s.request_id,
                           internal_error("executor: request " + std::to_string(s.request_id) +
@@ -107,8 +155,30 @@ ExecutedStep StepExecutor::execute(const StepPlan& plan) {
         if (stop >= 0 && stop < vocab_size_) row[stop] = -std::numeric_limits<float>::infinity();
       }
     }
+    if (state.matcher) {
+      token_mask_.resize(static_cast<size_t>(state.matcher->cache().trie().mask_words()));
+      state.matcher->fill_next_token_bitmask(token_mask_);
+      apply_token_bitmask(token_mask_, row, vocab_size_);
+    }
     SampleResult sample = state.sampler.sample(row, workspace_);
-    out.result.sampled.push_back({s.request_id, sample.token});
+    if (state.matcher) {
+      if (!state.matcher->accept_token(sample.token)) {
+        // Only when the grammar allows nothing the sampler can draw (e.g.
+        // every allowed token masked as a stop token before min_tokens).
+        out.errors.emplace(s.request_id,
+                           invalid_argument("grammar: no allowed token could be sampled"));
+        out.result.failed_ids.push_back(s.request_id);
+        continue;
+      }
+    }
+    SampledToken sampled{s.request_id, sample.token, {}, false};
+    if (state.matcher) {
+      if (state.jump_forward && !state.matcher->is_terminated()) {
+        sampled.forced_tokens = forced_tokens(*state.matcher, sample.token);
+      }
+      sampled.ends_request = state.matcher->is_terminated();
+    }
+    out.result.sampled.push_back(std::move(sampled));
     out.samples.emplace(s.request_id, std::move(sample));
   }
   return out;

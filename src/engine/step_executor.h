@@ -8,7 +8,17 @@
 // a plan's finished_ids; preemption keeps it, so a recomputed request
 // continues its random stream. One SamplerWorkspace serves every request.
 // While a request has fewer than min_tokens outputs (masks_stop_tokens), its
-// stop tokens are masked out of its logits row.
+// stop tokens are masked out of its logits row. A request with a grammar
+// owns a GrammarMatcher (created with its sampler): its row is masked to the
+// grammar's allowed tokens before sampling and the matcher advanced with the
+// sampled token; the mask depends on the request's own tokens only, so batch
+// invariance holds. Jump-forward: when the grammar then forces bytes (a key,
+// punctuation, the tail of an enum value), they are tokenized - together
+// with the sampled token when the tokenizer would not merge across that
+// boundary; longest-match tokens over the vocabulary when the tokenizer's
+// encoding does not spell them exactly - and returned as forced tokens,
+// minus the last one (the model may merge it with what follows) unless the
+// grammar ends there.
 //
 // Failures stay per request: a sampler that rejects its params fails that
 // request alone; a forward pass that fails is retried one request at a time
@@ -21,10 +31,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "grammar/grammar_matcher.h"
 #include "runtime/forward_batch.h"
 #include "runtime/model_runner.h"
 #include "sampler/sampler.h"
 #include "sched/step_plan.h"
+#include "tokenizer/tokenizer.h"
 #include "util/status.h"
 
 namespace strata {
@@ -44,7 +56,9 @@ ForwardBatch to_forward_batch(const StepPlan& plan);
 
 class StepExecutor {
  public:
-  StepExecutor(ModelRunner& runner, int32_t vocab_size);
+  // `tokenizer` (may be null: no jump-forward) retokenizes the bytes a
+  // grammar forces.
+  StepExecutor(ModelRunner& runner, int32_t vocab_size, const Tokenizer* tokenizer = nullptr);
 
   // Drops the state of plan.finished_ids, then runs the plan's requests.
   ExecutedStep execute(const StepPlan& plan);
@@ -56,16 +70,24 @@ class StepExecutor {
   Status forward(const StepPlan& plan);
   // Creates the samplers of requests new in `plan`; the runnable rest.
   StepPlan admit_new_requests(const StepPlan& plan, ExecutedStep* out);
+  // Jump-forward: the tokens for the bytes the grammar forces after
+  // `sampled` (already accepted by `m`), accepted by `m` too; empty when
+  // none or when they do not retokenize cleanly.
+  std::vector<int32_t> forced_tokens(GrammarMatcher& m, int32_t sampled);
 
   ModelRunner& runner_;
   int32_t vocab_size_;
+  const Tokenizer* tokenizer_;
   SamplerWorkspace workspace_;
   struct RequestState {
     SequenceSampler sampler;
     std::vector<int32_t> stop_token_ids;
+    std::unique_ptr<GrammarMatcher> matcher;  // null: unconstrained
+    bool jump_forward = false;                // forced tokens appended (never with logprobs)
   };
   std::unordered_map<RequestId, RequestState> requests_;
-  std::vector<float> logits_;  // [num sampling rows][vocab]
+  std::vector<float> logits_;         // [num sampling rows][vocab]
+  std::vector<uint64_t> token_mask_;  // one grammar mask, reused
 };
 
 }  // namespace strata

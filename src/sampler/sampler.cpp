@@ -455,4 +455,16 @@ std::vector<std::pair<int32_t, double>> SequenceSampler::distribution(const floa
   return out;
 }
 
+void apply_token_bitmask(std::span<const uint64_t> allowed, float* logits, int32_t vocab_size) {
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int32_t base = 0; base < vocab_size; base += 64) {
+    const size_t w = static_cast<size_t>(base) / 64;
+    const uint64_t bits = w < allowed.size() ? allowed[w] : 0;
+    if (bits == ~uint64_t{0}) continue;
+    const int32_t n = std::min(64, vocab_size - base);
+    for (int32_t b = 0; b < n; ++b)
+      if (!((bits >> b) & 1)) logits[base + b] = kNegInf;
+  }
+}
+
 }  // namespace strata

@@ -77,6 +77,11 @@ struct SampleResult {
   std::vector<TokenLogprob> top_logprobs;  // num_logprobs entries, most likely first
 };
 
+// Constrained decoding: sets logits[id] to -inf for every id in
+// [0, vocab_size) whose bit in `allowed` (bit id % 64 of word id / 64) is
+// clear; ids beyond the mask's words count as clear.
+void apply_token_bitmask(std::span<const uint64_t> allowed, float* logits, int32_t vocab_size);
+
 // The per-request generator: the same sequence on every platform.
 using SamplerRng = Xoshiro256;
 

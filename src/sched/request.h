@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +24,8 @@
 #include "sampler/sampler.h"
 
 namespace strata {
+
+class TokenMaskCache;  // grammar/: handed to the executor, never read here
 
 using RequestId = uint64_t;
 
@@ -65,6 +68,8 @@ struct RequestSpec {
   // 0 = none.
   RequestId prefix_source_id = 0;
   SamplingParams sampling;  // handed to the executor in the first step's plan; unused here
+  // Optional output grammar, handed to the executor likewise; unused here.
+  std::shared_ptr<const TokenMaskCache> grammar;
 };
 
 struct Request {

@@ -281,6 +281,7 @@ StepPlan Scheduler::schedule() {
       d.sampling = r.spec.sampling;
       d.prompt_tokens.assign(r.tokens.begin(), r.tokens.begin() + r.num_prompt_tokens);
       d.stop_token_ids = r.spec.stop_token_ids;
+      d.grammar = r.spec.grammar;
       s.new_request = std::move(d);
     }
     plan.num_scheduled_tokens += g.num_new_tokens;
@@ -292,9 +293,9 @@ StepPlan Scheduler::schedule() {
 
 StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
   StepOutput out;
-  std::unordered_map<RequestId, int32_t> sampled;
+  std::unordered_map<RequestId, const SampledToken*> sampled;
   sampled.reserve(result.sampled.size());
-  for (const SampledToken& s : result.sampled) sampled.emplace(s.request_id, s.token);
+  for (const SampledToken& s : result.sampled) sampled.emplace(s.request_id, &s);
   bool any_finished = false;
 
   for (const ScheduledRequest& s : plan.requests) {
@@ -316,20 +317,32 @@ StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
       r->num_computed_tokens += s.num_new_tokens;
       kv_->commit_computed(r->spec.id, r->tokens, r->block_hashes, r->num_computed_tokens);
       if (s.is_sampling) {
-        const int32_t token = tok->second;
-        r->tokens.push_back(token);
+        const SampledToken& st = *tok->second;
+        // The sampled token, then any forced ones, each checked for the end.
+        for (size_t k = 0; k <= st.forced_tokens.size() && u.finish_reason == FinishReason::kNone;
+             ++k) {
+          const int32_t token = k == 0 ? st.token : st.forced_tokens[k - 1];
+          r->tokens.push_back(token);
+          if (k == 0) {
+            u.has_new_token = true;
+            u.new_token = token;
+          } else {
+            u.forced_tokens.push_back(token);
+          }
+          const auto& stops = r->spec.stop_token_ids;
+          if (r->num_output_tokens() > r->spec.min_tokens &&
+              std::find(stops.begin(), stops.end(), token) != stops.end()) {
+            u.finish_reason = FinishReason::kStop;
+          } else if (r->num_output_tokens() >= r->spec.max_tokens ||
+                     r->num_tokens() >= options_.max_model_len) {
+            u.finish_reason = FinishReason::kLength;
+          }
+        }
         if (kv_->is_prefix_caching_enabled()) {
           extend_block_hashes(r->tokens, kv_->block_size(), r->spec.cache_salt, &r->block_hashes);
         }
-        u.has_new_token = true;
-        u.new_token = token;
-        const auto& stops = r->spec.stop_token_ids;
-        if (r->num_output_tokens() > r->spec.min_tokens &&
-            std::find(stops.begin(), stops.end(), token) != stops.end()) {
+        if (u.finish_reason == FinishReason::kNone && st.ends_request) {
           u.finish_reason = FinishReason::kStop;
-        } else if (r->num_output_tokens() >= r->spec.max_tokens ||
-                   r->num_tokens() >= options_.max_model_len) {
-          u.finish_reason = FinishReason::kLength;
         }
       }
     }

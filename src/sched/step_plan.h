@@ -29,6 +29,8 @@ struct NewRequestData {
   // Masked out of the logits while fewer than min_tokens outputs exist (see
   // ScheduledRequest::masks_stop_tokens): the request's stop tokens.
   std::vector<int32_t> stop_token_ids;
+  // Constrains sampling to a grammar (a matcher per request); null: none.
+  std::shared_ptr<const TokenMaskCache> grammar;
 };
 
 // One request's share of a step: tokens [num_computed_tokens,
@@ -76,6 +78,11 @@ struct StepPlan {
 struct SampledToken {
   RequestId request_id = 0;
   int32_t token = 0;
+  // Jump-forward: tokens a grammar forces right after `token`, appended in
+  // the same update (the next step computes them as one chunk).
+  std::vector<int32_t> forced_tokens = {};
+  // The request's grammar ended with these tokens: finish it (kStop).
+  bool ends_request = false;
 };
 
 struct StepResult {
@@ -91,6 +98,7 @@ struct RequestUpdate {
   RequestId request_id = 0;
   bool has_new_token = false;
   int32_t new_token = 0;
+  std::vector<int32_t> forced_tokens = {};           // appended after new_token (jump-forward)
   FinishReason finish_reason = FinishReason::kNone;  // kNone: still running
   int64_t num_prompt_tokens = 0;
   int64_t num_output_tokens = 0;  // including new_token
