@@ -54,8 +54,9 @@ struct RouterOptions {
   std::string replica_api_key;  // sent to replicas; empty = see above
   // How long a request waits for the replicas' probe answers.
   std::chrono::milliseconds probe_timeout{50};
-  // Probe at most this many candidates (the least busy by the router's own
-  // in-flight count); the rest are scored by load alone. 0 = all.
+  // Probe at most this many candidates (the request's session's last
+  // replica, then the least busy by the router's own in-flight count); the
+  // rest are scored by load alone. 0 = all.
   size_t max_probe_candidates = 0;
   // Tries after the first, on the next-best replicas, before the first byte.
   int max_retries = 2;
