@@ -95,7 +95,8 @@ std::string RouterMetrics::to_prometheus_text(
     int64_t (*get)(Replica&);
   };
   static const PerReplica kPerReplica[] = {
-      {"strata_router_replica_routed_total", "counter", "Requests sent to the replica.",
+      {"strata_router_replica_routed_total", "counter",
+       "Generation requests sent to the replica (tries included).",
        [](Replica& r) { return r.num_routed.load(); }},
       {"strata_router_replica_retries_total", "counter",
        "Requests retried on another replica after failing here before the first byte.",
