@@ -13,17 +13,19 @@
 #              tokens), and the same workload on ONE replica with both replicas'
 #              KV memory (the fraction to compare against).
 #   overhead   `strata bench serve` at OVERHEAD_RPS requests/s of tiny requests
-#              (16 prompt tokens, 1 output token) straight to a replica and then
-#              through the router (probes included): the p50/p99 E2E latency of
-#              both, their difference, and the router's own added-latency
-#              histogram (strata_router_added_latency_seconds).
+#              (16 prompt tokens, 1 output token) straight to one replica of
+#              OVERHEAD_MODEL, then through a router in front of that replica
+#              (probes included): the p50/p99 E2E latency of both, their
+#              difference, and the router's own added-latency histogram
+#              (strata_router_added_latency_seconds).
 #
 #   bench/router_bench.sh [BUILD_DIR]
 #   env: MODEL=path.gguf (default: the TinyLlama-1.1B shape, Q8_0, strata-mkmodel),
 #        THREADS=1 KV_MEMORY=256MiB SESSIONS=32 TURNS=6 SYSTEM_TOKENS=600
 #        USER_TOKENS=100 OUTPUT_TOKENS=64 RATES="0.25 0.5 1 2"
 #        POLICIES="cache-aware least-load round-robin session" PARTS="multiturn overhead"
-#        OVERHEAD_RPS=200 OVERHEAD_REQUESTS=2000 PORT_BASE=19300
+#        OVERHEAD_RPS=200 OVERHEAD_REQUESTS=2000 OVERHEAD_MODEL=build/models/llama-f32.gguf
+#        PORT_BASE=19300
 #
 # Expect hours with the 1.1B model on 2 cores (one 700-token prefill is tens of
 # seconds at 1 thread). A quick look: MODEL=build/models/bench/router-small.gguf
@@ -45,6 +47,7 @@ PARTS=${PARTS:-multiturn overhead}
 OVERHEAD_RPS=${OVERHEAD_RPS:-200}
 OVERHEAD_REQUESTS=${OVERHEAD_REQUESTS:-2000}
 PORT_BASE=${PORT_BASE:-19300}
+OVERHEAD_MODEL=${OVERHEAD_MODEL:-$BUILD/models/llama-f32.gguf}
 
 MODEL=${MODEL:-}
 if [ -z "$MODEL" ] || [ "$MODEL" = small ]; then
@@ -195,7 +198,7 @@ if [[ " $PARTS " == *" multiturn "* ]]; then
     stop_pid $p3; stop_pid $p1; stop_pid $p2
   done
   # One replica with both replicas' memory: the cached fraction to reach.
-  double=$(numfmt --from=iec "${KV_MEMORY%B}" 2>/dev/null || echo "")
+  double=$(numfmt --from=iec-i "${KV_MEMORY%B}" 2>/dev/null || numfmt --from=iec "${KV_MEMORY%B}" 2>/dev/null || echo "")
   if [ -n "$double" ]; then
     replica $r1 "$((double * 2))"; p1=$started_pid
     for rate in $RATES; do
@@ -206,11 +209,14 @@ if [[ " $PARTS " == *" multiturn "* ]]; then
 fi
 
 if [[ " $PARTS " == *" overhead "* ]]; then
-  echo "== router overhead: $OVERHEAD_REQUESTS tiny requests at $OVERHEAD_RPS/s (16 prompt tokens, 1 output token)"
-  r1=$((PORT_BASE + 10)); r2=$((PORT_BASE + 11)); rp=$((PORT_BASE + 12))
+  # The same single replica straight and behind the router, so the upstream
+  # capacity is equal; a model small enough that it is not the bottleneck.
+  echo "== router overhead: $OVERHEAD_REQUESTS tiny requests at $OVERHEAD_RPS/s (16 prompt tokens, 1 output token), model $OVERHEAD_MODEL, one replica"
+  r1=$((PORT_BASE + 10)); rp=$((PORT_BASE + 12))
+  saved_model=$MODEL; MODEL=$OVERHEAD_MODEL
   replica $r1 "$KV_MEMORY"; p1=$started_pid
-  replica $r2 "$KV_MEMORY"; p2=$started_pid
-  router $rp cache-aware $r1 $r2; p3=$started_pid
+  router $rp cache-aware $r1; p3=$started_pid
+  MODEL=$saved_model
   for target in "direct http://127.0.0.1:$r1" "router http://127.0.0.1:$rp"; do
     set -- $target
     "$STRATA" bench serve --base-url "$2" --dataset-name random --input-len 16 --output-len 1 \
@@ -238,6 +244,6 @@ for q in (0.5, 0.99):
     le = next((x for x, n in b if n >= q * total), float("nan"))
     print(f"  router added latency p{int(q*100)} <= {le*1000:.2f} ms (histogram, {total} requests)")
 '
-  stop_pid $p3; stop_pid $p1; stop_pid $p2
+  stop_pid $p3; stop_pid $p1
 fi
 rm -rf "$tmp"

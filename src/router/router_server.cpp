@@ -90,8 +90,16 @@ class RouterServer::Impl {
         upstream_(upstream_options()),
         control_(control_options()),
         probe_client_(probe_options()) {
-    options_.limits.vocab_size = tokenizer.vocab_size();
-    if (options_.limits.max_model_len <= 0) options_.limits.max_model_len = int64_t{1} << 40;
+    // The replicas enforce their own limits (their --max-n and so on): the
+    // router only refuses what no replica could take.
+    server::ProtocolLimits& l = options_.limits;
+    l.vocab_size = tokenizer.vocab_size();
+    if (l.max_model_len <= 0) l.max_model_len = int64_t{1} << 40;
+    l.max_n = std::max(l.max_n, 1 << 16);
+    l.max_stop = std::max(l.max_stop, 1 << 10);
+    l.max_stop_bytes = std::max(l.max_stop_bytes, size_t{1} << 16);
+    l.max_top_logprobs = std::max(l.max_top_logprobs, 1 << 10);
+    l.max_logit_bias = std::max(l.max_logit_bias, 1 << 20);
   }
 
   ~Impl() { stop(); }

@@ -73,8 +73,9 @@ struct RouterOptions {
   uint64_t max_body_bytes = uint64_t{4} << 20;
   CircuitBreakerOptions breaker;
   CostModel cost;
-  // vocab_size is filled from the tokenizer; max_model_len is the
-  // replicas' to check (the router passes what it cannot know).
+  // vocab_size is filled from the tokenizer; max_model_len and the count
+  // limits (max_n, max_stop, ...) are raised so that the replicas, which
+  // know their own, decide.
   server::ProtocolLimits limits;
 };
 
