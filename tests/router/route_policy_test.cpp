@@ -37,6 +37,20 @@ TEST(RoutePolicy, CacheAwareSendsToTheReplicaHoldingThePrefix) {
   EXPECT_EQ(r.estimate->num_cached_tokens, 960);
 }
 
+TEST(RoutePolicy, ANoisyRateMeasurementDoesNotThrowAPrefixAway) {
+  RoutePolicy policy(Policy::kCacheAware, CostModel{});
+  // r1 holds 704 of 1000 tokens but last measured a tenth of the others'
+  // rate: taken at face value it would lose (296 / 100 > 1000 / 1000);
+  // clamped to half the median it wins (296 / 500).
+  std::vector<Candidate> c = {replica(0, 0, 0, 1000.0), replica(1, 704, 0, 100.0),
+                              replica(2, 0, 0, 1000.0)};
+  EXPECT_EQ(policy.choose({1000, ""}, c).order.front(), 1u);
+  // A replica really twice as slow still scores slower on equal holdings.
+  c[1].probe->num_pool_tokens = 0;
+  c[1].probe->prefill_tokens_per_s = 500.0;
+  EXPECT_EQ(policy.choose({1000, ""}, c).order.back(), 1u);
+}
+
 TEST(RoutePolicy, ABusyHolderLosesToAnIdleReplicaThatCanPullFromRedis) {
   RoutePolicy policy(Policy::kCacheAware, CostModel{});
   std::vector<Candidate> c = {replica(0, 1984, 20000), replica(1, 0, 0)};
