@@ -12,6 +12,13 @@
 #              fraction (usage.prompt_tokens_details.cached_tokens / prompt
 #              tokens), and the same workload on ONE replica with both replicas'
 #              KV memory (the fraction to compare against).
+#   hotprefix  Two replicas sharing one Redis tier (redis-server on a free port)
+#              behind a cache-aware router: HOT_REQUESTS completions at HOT_RATE/s,
+#              HOT_SHARE of them on one HOT_PREFIX_TOKENS-token prefix (+ a unique
+#              tail), the rest unique prompts of the same length. Reports each
+#              replica's share of the requests (neither should fall below 70% of
+#              the other) and the hot requests' mean/p90 TTFT against the all-hits
+#              case (the same run again, every replica already holding the prefix).
 #   overhead   `strata bench serve` at OVERHEAD_RPS requests/s of tiny requests
 #              (16 prompt tokens, 1 output token) straight to one replica of
 #              OVERHEAD_MODEL, then through a router in front of that replica
@@ -23,7 +30,8 @@
 #   env: MODEL=path.gguf (default: the TinyLlama-1.1B shape, Q8_0, strata-mkmodel),
 #        THREADS=1 KV_MEMORY=256MiB SESSIONS=32 TURNS=6 SYSTEM_TOKENS=600
 #        USER_TOKENS=100 OUTPUT_TOKENS=64 RATES="0.25 0.5 1 2"
-#        POLICIES="cache-aware least-load round-robin session" PARTS="multiturn overhead"
+#        POLICIES="cache-aware least-load round-robin session" PARTS="multiturn hotprefix overhead"
+#        HOT_REQUESTS=200 HOT_RATE=4 HOT_SHARE=0.8 HOT_PREFIX_TOKENS=2000
 #        OVERHEAD_RPS=200 OVERHEAD_REQUESTS=2000 OVERHEAD_MODEL=build/models/llama-f32.gguf
 #        PORT_BASE=19300
 #
@@ -43,7 +51,11 @@ USER_TOKENS=${USER_TOKENS:-100}
 OUTPUT_TOKENS=${OUTPUT_TOKENS:-64}
 RATES=${RATES:-0.25 0.5 1 2}
 POLICIES=${POLICIES:-cache-aware least-load round-robin session}
-PARTS=${PARTS:-multiturn overhead}
+PARTS=${PARTS:-multiturn hotprefix overhead}
+HOT_REQUESTS=${HOT_REQUESTS:-200}
+HOT_RATE=${HOT_RATE:-4}
+HOT_SHARE=${HOT_SHARE:-0.8}
+HOT_PREFIX_TOKENS=${HOT_PREFIX_TOKENS:-2000}
 OVERHEAD_RPS=${OVERHEAD_RPS:-200}
 OVERHEAD_REQUESTS=${OVERHEAD_REQUESTS:-2000}
 PORT_BASE=${PORT_BASE:-19300}
@@ -184,6 +196,76 @@ JS
 }
 export SESSIONS TURNS SYSTEM_TOKENS USER_TOKENS OUTPUT_TOKENS
 
+# The hot-prefix driver: prints one JSON line (TTFT of the hot requests).
+drive_hot() {  # drive_hot URL TAG SHARE
+  node --input-type=module - "$@" <<'JS'
+const [url, tag, share] = process.argv.slice(2);
+const env = process.env;
+const N = Number(env.HOT_REQUESTS), rate = Number(env.HOT_RATE), P = Number(env.HOT_PREFIX_TOKENS);
+const words = ['river', 'stone', 'light', 'north', 'table', 'green', 'quiet', 'paper', 'metal', 'cloud'];
+let seed = 7;  // the hot prefix is the same text in every run
+function rnd() { seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0; return seed / 2 ** 32; }
+async function count(text) {
+  const r = await fetch(`${url}/tokenize`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ prompt: text, add_special_tokens: false }) });
+  return (await r.json()).count;
+}
+async function textOf(n, prefix) {
+  let t = prefix;
+  for (let step = 256; step >= 1; step = Math.floor(step / 4)) {
+    while (true) {
+      const next = `${t} ${Array.from({ length: step }, () => words[Math.floor(rnd() * 10)]).join(' ')}`;
+      if (await count(next) > n) break;
+      t = next;
+    }
+  }
+  return t;
+}
+const hot = await textOf(P, 'The shared document:');
+for (const c of tag) seed = (seed * 31 + c.charCodeAt(0)) >>> 0;
+const results = [];
+async function one(i, isHot) {
+  const prompt = isHot ? `${hot} question ${tag} ${i}?` : `${await textOf(P, `cold ${tag} ${i}:`)}?`;
+  const t0 = performance.now();
+  const res = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ prompt, max_tokens: 16, temperature: 0, ignore_eos: true, stream: true,
+      stream_options: { include_usage: true } }) });
+  let ttft = null, usage = null, buf = '';
+  const dec = new TextDecoder();
+  for await (const chunk of res.body) {
+    buf += dec.decode(chunk, { stream: true });
+    let k;
+    while ((k = buf.indexOf('\n\n')) >= 0) {
+      const ev = buf.slice(6, k); buf = buf.slice(k + 2);
+      if (ev === '[DONE]') continue;
+      const j = JSON.parse(ev);
+      if (j.choices?.some((c) => c.text) && ttft === null) ttft = performance.now() - t0;
+      if (j.usage) usage = j.usage;
+    }
+  }
+  results.push({ isHot, ttft: ttft ?? performance.now() - t0, usage });
+}
+const start = performance.now();
+const running = [];
+let at = 0;
+for (let i = 0; i < N; ++i) {
+  const wait = at - (performance.now() - start);
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  running.push(one(i, rnd() < Number(share)));
+  at += (-Math.log(1 - rnd()) / rate) * 1000;
+}
+await Promise.all(running);
+const h = results.filter((r) => r.isHot).map((r) => r.ttft).sort((a, b) => a - b);
+const sum = (f) => results.reduce((a, r) => a + f(r), 0);
+console.log(JSON.stringify({ requests: results.length, hot: h.length,
+  hot_mean_ttft_ms: +(h.reduce((a, b) => a + b, 0) / h.length).toFixed(1),
+  hot_p90_ttft_ms: +h[Math.min(h.length - 1, Math.floor(0.9 * h.length))].toFixed(1),
+  cached_fraction: +(sum((r) => r.usage.prompt_tokens_details.cached_tokens) / sum((r) => r.usage.prompt_tokens)).toFixed(4),
+  seconds: +((performance.now() - start) / 1000).toFixed(1) }));
+JS
+}
+export HOT_REQUESTS HOT_RATE HOT_PREFIX_TOKENS
+
 if [[ " $PARTS " == *" multiturn "* ]]; then
   echo "== multi-turn: $SESSIONS sessions x $TURNS turns, system ~$SYSTEM_TOKENS, user ~$USER_TOKENS, output $OUTPUT_TOKENS tokens; KV $KV_MEMORY per replica"
   r1=$PORT_BASE; r2=$((PORT_BASE + 1)); rp=$((PORT_BASE + 2))
@@ -206,6 +288,28 @@ if [[ " $PARTS " == *" multiturn "* ]]; then
     done
     stop_pid $p1
   fi
+fi
+
+if [[ " $PARTS " == *" hotprefix "* ]]; then
+  echo "== hot prefix: $HOT_REQUESTS requests at $HOT_RATE/s, $HOT_SHARE on one ~$HOT_PREFIX_TOKENS-token prefix, Redis shared"
+  command -v redis-server >/dev/null || { echo "router_bench: hotprefix needs redis-server" >&2; exit 1; }
+  rport=$((PORT_BASE + 20)); r1=$((PORT_BASE + 21)); r2=$((PORT_BASE + 22)); rp=$((PORT_BASE + 23))
+  redis-server --port $rport --save "" --appendonly no >"$tmp/redis.log" 2>&1 &
+  pids+=($!); redis_pid=$!
+  sleep 0.5
+  for p in $r1 $r2; do
+    start_listening "$tmp/replica-$p.log" "$STRATA" serve -m "$MODEL" --port "$p" -t "$THREADS" \
+      --kv-cache-memory "$KV_MEMORY" --log-interval 0 --served-model-name bench --max-queue 100000 \
+      --kv-remote "redis://127.0.0.1:$rport"
+    eval "hp_$p=$started_pid"
+  done
+  router $rp cache-aware $r1 $r2; p3=$started_pid
+  echo "hot $(drive_hot "http://127.0.0.1:$rp" hot "$HOT_SHARE")"
+  routed() { curl -s "http://127.0.0.1:$rp/metrics" | sed -n "s|^strata_router_replica_routed_total{replica=\"http://127.0.0.1:$1\"} ||p"; }
+  a=$(routed $r1); b=$(routed $r2)
+  echo "  routed: replica 1 $a, replica 2 $b (smaller/larger $(python3 -c "print(round(min($a,$b)/max($a,$b),3))"))"
+  echo "all-hits $(drive_hot "http://127.0.0.1:$rp" hot2 1.0)"
+  stop_pid $p3; eval "stop_pid \$hp_$r1; stop_pid \$hp_$r2"; stop_pid $redis_pid
 fi
 
 if [[ " $PARTS " == *" overhead "* ]]; then
