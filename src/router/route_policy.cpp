@@ -56,8 +56,13 @@ RouteChoice RoutePolicy::cache_aware(const RouteRequest& request,
     // No probe: the load this router knows of, and nothing cached.
     PrefixProbe probe;
     if (c.probe) probe = *c.probe;
-    if (median > 0.0 && probe.prefill_tokens_per_s > 0.0) {
-      probe.prefill_tokens_per_s = std::clamp(probe.prefill_tokens_per_s, median / 2, median * 2);
+    if (median > 0.0) {
+      // One that has not measured yet (or did not answer) is taken to be
+      // like the others.
+      probe.prefill_tokens_per_s =
+          probe.prefill_tokens_per_s > 0.0
+              ? std::clamp(probe.prefill_tokens_per_s, median / 2, median * 2)
+              : median;
     }
     scored.push_back(
         {i, estimate_ttft(request.num_prompt_tokens, probe, c.routed_pending_tokens, model_)});

@@ -51,6 +51,19 @@ TEST(RoutePolicy, ANoisyRateMeasurementDoesNotThrowAPrefixAway) {
   EXPECT_EQ(policy.choose({1000, ""}, c).order.back(), 1u);
 }
 
+TEST(RoutePolicy, AReplicaThatHasNotMeasuredIsTakenAtTheMedianRate) {
+  RoutePolicy policy(Policy::kCacheAware, CostModel{});  // default 500 tok/s
+  // r0 measured 200 tok/s and holds 480 of 640 tokens: 160 / 200 = 0.8 s.
+  // Fresh r1 at the default would take 640 / 500 = 1.28 s; at the median
+  // (200) 3.2 s. Either way r0; and r1 is not preferred for being unmeasured.
+  std::vector<Candidate> c = {replica(0, 480, 0, 200.0), replica(1, 0, 0, 0.0)};
+  EXPECT_EQ(policy.choose({640, ""}, c).order.front(), 0u);
+  // Holding less (160 of 640): at the default r1 would win (1.28 s < 2.4 s);
+  // like the others, it does not (3.2 s).
+  c[0].probe->num_pool_tokens = 160;
+  EXPECT_EQ(policy.choose({640, ""}, c).order.front(), 0u);
+}
+
 TEST(RoutePolicy, ABusyHolderLosesToAnIdleReplicaThatCanPullFromRedis) {
   RoutePolicy policy(Policy::kCacheAware, CostModel{});
   std::vector<Candidate> c = {replica(0, 1984, 20000), replica(1, 0, 0)};
