@@ -82,7 +82,7 @@ void EngineReplica::generation(http::HttpRequest req, http::ResponsePtr res, boo
     return;
   }
   GenerationRequest g =
-      strata::testing::greedy_request(p.prompt_ids, p.params.max_tokens.value_or(4));
+      strata::testing::greedy_request(p.prompts.front(), p.params.max_tokens.value_or(4));
   g.cache_salt = p.params.cache_salt;
   Result<std::shared_ptr<RequestStream>> s = engine_->add_request(std::move(g));
   if (!s) {
