@@ -97,6 +97,10 @@ const std::set<std::string>& known_params() {
       "chat_template",
       "add_special_tokens",
       "tokens",
+      "continue_final_message",
+      "chat_template_kwargs",
+      "documents",
+      "tools",
   };
   return params;
 }
