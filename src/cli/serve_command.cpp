@@ -51,6 +51,13 @@ int run_serve(const ServeOptions& opt) {
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // Flag mistakes fail before the model loads.
+  std::optional<server::ReasoningParserKind> reasoning =
+      server::reasoning_parser_from_name(opt.server.reasoning_parser_name);
+  if (!reasoning) {
+    return fail(invalid_argument("unknown --reasoning-parser '" + opt.server.reasoning_parser_name +
+                                 "' (expected deepseek_r1 or qwen3)"));
+  }
   const auto start = std::chrono::steady_clock::now();
   const std::string path = opt.model_path.empty() ? default_model_path() : opt.model_path;
   Result<ModelWeights> weights = ModelWeights::open(path);
@@ -70,12 +77,6 @@ int run_serve(const ServeOptions& opt) {
   }
 
   server::ServerOptions so = opt.server;
-  std::optional<server::ReasoningParserKind> reasoning =
-      server::reasoning_parser_from_name(so.reasoning_parser_name);
-  if (!reasoning) {
-    return fail(invalid_argument("unknown --reasoning-parser '" + so.reasoning_parser_name +
-                                 "' (expected deepseek_r1 or qwen3)"));
-  }
   so.reasoning_parser = *reasoning;
   // The template every chat request renders: --chat-template FILE, else the
   // model's own, else ChatML. One that does not parse stops the start-up.
