@@ -270,11 +270,14 @@ function writeBigramModel(tokenizerJson, next, fallback, out) {
   if (r.status !== 0) throw new Error(`strata-mkmodel: ${r.stderr}`);
 }
 
-// `strata serve` of `model` on a free port; resolves once it listens.
+// `strata serve` of `model` on a free port, without auth (run_e2e.sh's STRATA_API_KEY
+// is not passed on); resolves once it listens.
 function serveModel(model, args) {
+  const env = { ...process.env };
+  delete env.STRATA_API_KEY;
   return new Promise((resolve, reject) => {
     const proc = spawn(process.env.STRATA_BIN, ['serve', '-m', model, '--port', '0',
-      '--log-interval', '0', '-t', '1', '--served-model-name', 'm', ...args]);
+      '--log-interval', '0', '-t', '1', '--served-model-name', 'm', ...args], { env });
     let err = '';
     let done = false;
     proc.stderr.on('data', (chunk) => {
