@@ -351,3 +351,28 @@ test('reasoning split at a generated </think>, streaming == non-streaming (qwen3
     for (const server of Object.values(s)) await stopServer(server);
   }
 });
+
+test('template loading: ChatML fallback logged, a bad --chat-template is a one-line error', async () => {
+  const fallback = await startServer([]);  // the e2e model ships no template
+  try {
+    assert.match(fallback.log(), /the model has no chat template; falling back to ChatML/);
+    const t = await post(fallback, '/tokenize', { messages: [{ role: 'user', content: 'hi' }],
+      add_special_tokens: false });
+    const want = await post(fallback, '/tokenize', { add_special_tokens: false,
+      prompt: '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n' });
+    assert.deepEqual(t.json.tokens, want.json.tokens);
+  } finally {
+    await stopServer(fallback);
+  }
+  const bad = path.join(scratch, 'bad.jinja');
+  writeFileSync(bad, 'ok\n{% for m in messages %}{{ m.content }\n');
+  for (const [file, pattern] of [[bad, /bad\.jinja: chat template: .*line 2/],
+    [path.join(scratch, 'missing.jinja'), /--chat-template: cannot read .*missing\.jinja/]]) {
+    const r = spawnSync(process.env.STRATA_BIN, ['serve', '-m', process.env.STRATA_MODEL_PATH,
+      '--port', '0', '-t', '1', '--chat-template', file], { encoding: 'utf8' });
+    assert.notEqual(r.status, 0);
+    const errors = r.stderr.split('\n').filter((l) => l.startsWith('error:'));
+    assert.equal(errors.length, 1, r.stderr);
+    assert.match(errors[0], pattern);
+  }
+});
