@@ -45,6 +45,11 @@ GenerationCall::GenerationCall(Engine& engine, TokenTextFn token_text,
       choices_[p * g_->params.n + j].text_offset = g_->echo_texts[p].size();
     }
   }
+  if (g_->is_chat) {
+    for (Choice& c : choices_) {
+      c.reasoning = ReasoningParser(g_->reasoning_parser, g_->is_thinking_disabled);
+    }
+  }
   num_open_ = static_cast<int32_t>(n);
 }
 
@@ -178,12 +183,29 @@ void GenerationCall::run() {
 void GenerationCall::stream_event(int32_t index, const TokenEvent& ev, std::string* out) {
   if (ev.text.empty() && !ev.is_final && !g_->wants_logprobs) return;
   Choice& cs = choices_[index];
+  json delta;  // chat
+  if (g_->is_chat && cs.reasoning.is_active()) {
+    // A partial tag is held back until the next event decides it; the
+    // final event releases whatever is left.
+    ReasoningDelta d = cs.reasoning.push(ev.text);
+    if (ev.is_final) {
+      ReasoningDelta tail = cs.reasoning.finish();
+      d.reasoning += tail.reasoning;
+      d.content += tail.content;
+    }
+    delta = json::object();
+    if (!d.reasoning.empty()) delta["reasoning_content"] = std::move(d.reasoning);
+    if (!d.content.empty()) delta["content"] = std::move(d.content);
+    if (delta.empty() && !ev.is_final && !g_->wants_logprobs) return;
+  } else if (g_->is_chat) {
+    delta = ev.is_final && ev.text.empty() ? json::object() : json{{"content", ev.text}};
+  }
   json ch{{"index", index}};
   const char* reason = ev.is_final ? finish_reason_text(ev.finish_reason) : nullptr;
   ch["finish_reason"] = reason != nullptr ? json(reason) : json();
   if (ev.is_final) ch["stop_reason"] = stop_reason_json(ev);
   if (g_->is_chat) {
-    ch["delta"] = ev.is_final && ev.text.empty() ? json::object() : json{{"content", ev.text}};
+    ch["delta"] = std::move(delta);
     ch["logprobs"] = g_->wants_logprobs ? chat_logprobs_json(ev.token_ids, ev.logprobs,
                                                              g_->num_top_logprobs, token_text_)
                                         : json();
@@ -222,7 +244,16 @@ void GenerationCall::send_body() {
             {"finish_reason", finish_reason_text(c.finish_reason)},
             {"stop_reason", c.stop_reason}};
     if (g_->is_chat) {
-      ch["message"] = json{{"role", "assistant"}, {"content", c.text}};
+      if (c.reasoning.is_active()) {
+        ReasoningSplit split =
+            ReasoningParser::split(g_->reasoning_parser, g_->is_thinking_disabled, c.text);
+        ch["message"] =
+            json{{"role", "assistant"},
+                 {"content", split.content ? json(*split.content) : json()},
+                 {"reasoning_content", split.reasoning ? json(*split.reasoning) : json()}};
+      } else {
+        ch["message"] = json{{"role", "assistant"}, {"content", c.text}};
+      }
       ch["logprobs"] = g_->wants_logprobs ? chat_logprobs_json(c.token_ids, c.logprobs,
                                                                g_->num_top_logprobs, token_text_)
                                           : json();

@@ -31,6 +31,7 @@
 #include "server/event_pump.h"
 #include "server/openai_response.h"
 #include "server/protocol.h"
+#include "server/reasoning_parser.h"
 
 namespace strata::server {
 
@@ -46,6 +47,10 @@ struct Generation {
   std::vector<std::string> echo_texts;  // completions with echo, per prompt
   int32_t num_top_logprobs = 0;         // per token
   bool wants_logprobs = false;
+  // Chat with --reasoning-parser: the output splits into reasoning_content
+  // and content (server/reasoning_parser.h).
+  ReasoningParserKind reasoning_parser = ReasoningParserKind::kNone;
+  bool is_thinking_disabled = false;  // chat_template_kwargs enable_thinking false
 };
 
 class GenerationCall : public EventPump::Task, public std::enable_shared_from_this<GenerationCall> {
@@ -71,6 +76,7 @@ class GenerationCall : public EventPump::Task, public std::enable_shared_from_th
     FinishReason finish_reason = FinishReason::kNone;
     nlohmann::json stop_reason;  // null, the stop string, or the stop token id
     size_t text_offset = 0;      // completions logprobs: bytes emitted before
+    ReasoningParser reasoning{ReasoningParserKind::kNone, false};  // streaming split
   };
 
   int32_t num_choices() const { return static_cast<int32_t>(choices_.size()); }
