@@ -20,10 +20,12 @@
 #include <random>
 #include <vector>
 
+#include "kernels/amx_support.h"
 #include "kernels/attention.h"
 #include "kernels/dispatch.h"
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_unit.h"
 #include "kernels/ops.h"
 #include "kernels/packed_weight.h"
 #include "kernels/quant.h"
@@ -110,6 +112,45 @@ void matmul_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"type", "rows", "cols", "n"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 BENCHMARK(BM_Matmul)->Apply(matmul_args);
+
+// AMX vs VNNI side by side on the same packed Q8_0/Q4_0 weight (unit 0 =
+// VNNI, 1 = AMX forced; the two give the same bits). Skipped without AMX.
+void BM_MatmulUnit(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t rows = state.range(1), cols = state.range(2), n = state.range(3);
+  const bool amx = state.range(4) != 0;
+  if (!amx_support().usable()) {
+    state.SkipWithError(amx_support().reason());
+    return;
+  }
+  auto w = make_weight(type, rows, cols, 1);
+  const auto x = random_floats(n * cols, 2);
+  std::vector<float> y(n * rows);
+  const AmxMode previous = amx_mode();
+  set_amx_mode(amx ? AmxMode::kForced : AmxMode::kOff);
+  for (auto _ : state) {
+    matmul(w->view, x.data(), n, y.data(), pool());
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_amx_mode(previous);
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GOPS"] =
+      benchmark::Counter(iters * 2e-9 * rows * cols * n, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(type)) + (amx ? " amx" : " vnni"));
+}
+BENCHMARK(BM_MatmulUnit)
+    ->ArgsProduct({{static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0)},
+                   {2048, 5632},
+                   {2048},
+                   {16, 32, 128, 512},
+                   {0, 1}})
+    ->Args({static_cast<int64_t>(DType::kQ8_0), 2048, 5632, 512, 0})
+    ->Args({static_cast<int64_t>(DType::kQ8_0), 2048, 5632, 512, 1})
+    ->Args({static_cast<int64_t>(DType::kQ4_0), 2048, 5632, 512, 0})
+    ->Args({static_cast<int64_t>(DType::kQ4_0), 2048, 5632, 512, 1})
+    ->ArgNames({"type", "rows", "cols", "n", "amx"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Every matmul of a TinyLlama-1.1B forward pass over n tokens; layout 1 =
 // as a model loads (packed where this CPU repacks), 0 = the GGUF layout.

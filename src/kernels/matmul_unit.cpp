@@ -1,0 +1,205 @@
+#include "kernels/matmul_unit.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <random>
+#include <string_view>
+
+#include "kernels/amx_support.h"
+#include "kernels/dispatch.h"
+
+namespace strata {
+namespace {
+
+AmxMode initial_mode() {
+  if (!amx_support().usable()) return AmxMode::kOff;
+  const char* env = std::getenv("STRATA_KERNEL_ISA");
+  if (env == nullptr || *env == '\0') return AmxMode::kMeasured;
+  return std::string_view(env) == "amx" ? AmxMode::kForced : AmxMode::kOff;
+}
+
+std::atomic<AmxMode>& mode_ref() {
+  static std::atomic<AmxMode> mode{initial_mode()};
+  return mode;
+}
+
+struct ShapeChoice {
+  DType type;
+  int64_t rows;
+  int64_t cols;
+  std::vector<UnitTiming> by_n;  // ascending n
+};
+
+std::mutex& choices_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<ShapeChoice>& choices() {
+  static std::vector<ShapeChoice> c;
+  return c;
+}
+
+bool amx_applies(const WeightView& w) {
+  return w.layout == WeightLayout::kTiled16 && (w.type == DType::kQ8_0 || w.type == DType::kQ4_0);
+}
+
+// Best wall time of `reps` runs of matmul (after one warm-up run).
+double best_us(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool,
+               int reps) {
+  matmul(w, x, n, y, pool);
+  double best = 1e300;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    matmul(w, x, n, y, pool);
+    const auto t1 = std::chrono::steady_clock::now();
+    best = std::min(best, std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  return best;
+}
+
+}  // namespace
+
+const char* matmul_unit_name(MatmulUnit unit) {
+  return unit == MatmulUnit::kAmx ? "amx" : "vnni";
+}
+
+const char* amx_mode_name(AmxMode mode) {
+  switch (mode) {
+    case AmxMode::kForced:
+      return "forced";
+    case AmxMode::kMeasured:
+      return "measured";
+    default:
+      return "off";
+  }
+}
+
+AmxMode amx_mode() {
+  return mode_ref().load(std::memory_order_relaxed);
+}
+
+AmxMode set_amx_mode(AmxMode mode) {
+  if (!amx_support().usable()) mode = AmxMode::kOff;
+  mode_ref().store(mode, std::memory_order_relaxed);
+  return mode;
+}
+
+MatmulUnit matmul_unit_for(const WeightView& w, int64_t n) {
+  const AmxMode mode = amx_mode();
+  if (mode == AmxMode::kOff || !amx_applies(w)) return MatmulUnit::kVnni;
+  // The AMX kernel runs whole 16-token tiles only (the rest on VNNI).
+  if (n < 16) return MatmulUnit::kVnni;
+  if (mode == AmxMode::kForced) return MatmulUnit::kAmx;
+  {
+    std::lock_guard<std::mutex> lock(choices_mutex());
+    for (const ShapeChoice& s : choices()) {
+      if (s.type != w.type || s.rows != w.rows || s.cols != w.cols || s.by_n.empty()) continue;
+      const UnitTiming* pick = &s.by_n.front();
+      for (const UnitTiming& t : s.by_n) {
+        if (t.n <= n) pick = &t;
+      }
+      return pick->unit;
+    }
+  }
+  return n >= kAmxDefaultMinTokens ? MatmulUnit::kAmx : MatmulUnit::kVnni;
+}
+
+std::vector<UnitTiming> calibrate_matmul_units(const std::vector<WeightView>& weights,
+                                               ThreadPool& pool,
+                                               const std::vector<int64_t>& token_counts) {
+  std::vector<UnitTiming> out;
+  if (amx_mode() != AmxMode::kMeasured || token_counts.empty()) return out;
+  std::vector<int64_t> counts = token_counts;
+  std::sort(counts.begin(), counts.end());
+  const int64_t max_n = counts.back();
+  std::vector<ShapeChoice> found;
+  std::vector<float> x, y;
+  for (const WeightView& w : weights) {
+    if (!amx_applies(w) || w.rows <= 0) continue;
+    const bool seen = std::any_of(found.begin(), found.end(), [&](const ShapeChoice& s) {
+      return s.type == w.type && s.rows == w.rows && s.cols == w.cols;
+    });
+    if (seen) continue;
+    ShapeChoice shape{w.type, w.rows, w.cols, {}};
+    // Activations of a typical scale; values do not change the work done.
+    x.resize(static_cast<size_t>(max_n * w.cols));
+    std::mt19937 rng(static_cast<uint32_t>(w.rows * 31 + w.cols));
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    for (float& v : x) v = dist(rng);
+    y.resize(static_cast<size_t>(max_n * w.rows));
+    for (int64_t n : counts) {
+      if (n <= 0) continue;
+      UnitTiming t;
+      t.type = w.type;
+      t.rows = w.rows;
+      t.cols = w.cols;
+      t.n = n;
+      const int reps = n >= 128 ? 2 : 4;
+      mode_ref().store(AmxMode::kOff, std::memory_order_relaxed);
+      t.vnni_us = best_us(w, x.data(), n, y.data(), pool, reps);
+      mode_ref().store(AmxMode::kForced, std::memory_order_relaxed);
+      t.amx_us = n >= 16 ? best_us(w, x.data(), n, y.data(), pool, reps) : t.vnni_us;
+      mode_ref().store(AmxMode::kMeasured, std::memory_order_relaxed);
+      t.unit = n >= 16 && t.amx_us < t.vnni_us ? MatmulUnit::kAmx : MatmulUnit::kVnni;
+      shape.by_n.push_back(t);
+      out.push_back(t);
+    }
+    found.push_back(std::move(shape));
+  }
+  std::lock_guard<std::mutex> lock(choices_mutex());
+  for (ShapeChoice& s : found) {
+    auto it = std::find_if(choices().begin(), choices().end(), [&](const ShapeChoice& c) {
+      return c.type == s.type && c.rows == s.rows && c.cols == s.cols;
+    });
+    if (it != choices().end()) {
+      *it = std::move(s);
+    } else {
+      choices().push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+void clear_matmul_unit_choices() {
+  std::lock_guard<std::mutex> lock(choices_mutex());
+  choices().clear();
+}
+
+std::vector<std::string> matmul_unit_summary() {
+  std::vector<std::string> lines;
+  const AmxMode mode = amx_mode();
+  std::lock_guard<std::mutex> lock(choices_mutex());
+  if (mode != AmxMode::kMeasured || choices().empty()) {
+    char buf[160];
+    if (mode == AmxMode::kOff) {
+      const AmxSupport& s = amx_support();
+      std::snprintf(buf, sizeof(buf), "matmul unit: vnni (amx off: %s)",
+                    s.usable() ? "STRATA_KERNEL_ISA" : s.reason());
+    } else if (mode == AmxMode::kForced) {
+      std::snprintf(buf, sizeof(buf), "matmul unit: amx for n >= 16 (STRATA_KERNEL_ISA=amx)");
+    } else {
+      std::snprintf(buf, sizeof(buf), "matmul unit: amx for n >= %lld (not measured)",
+                    static_cast<long long>(kAmxDefaultMinTokens));
+    }
+    lines.emplace_back(buf);
+    return lines;
+  }
+  for (const ShapeChoice& s : choices()) {
+    std::string line = "matmul unit " + std::string(dtype_name(s.type)) + " " +
+                       std::to_string(s.rows) + "x" + std::to_string(s.cols) + ":";
+    for (const UnitTiming& t : s.by_n) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), " n=%lld %s (%.2fx)", static_cast<long long>(t.n),
+                    matmul_unit_name(t.unit), t.amx_us > 0 ? t.vnni_us / t.amx_us : 1.0);
+      line += buf;
+    }
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+}  // namespace strata
