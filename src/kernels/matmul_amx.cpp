@@ -19,9 +19,12 @@
 // (the integer dot is exact in both; the fp32 operations and their order
 // are the same).
 //
-// Tiles: C0/C1 (tmm0/1, 16x16 int32), A0/A1 (tmm2/3, 16 tokens x 32
-// bytes), B0/B1 (tmm4/5, 8 x 64 bytes): two blocks in flight, so the tile
-// unit works on one while the vector unit scales the other.
+// Tiles: a step is up to 32 tokens x 32 rows: A0/A1 (tmm4/5, 16 tokens x
+// 32 bytes each), B0/B1 (tmm6/7, 8 x 64 bytes, 16 rows each) and their four
+// products C (tmm0-3, 16x16 int32), four independent tile chains. The
+// results of block b are scaled while the tile unit computes block b + 1
+// (tilestored does not forward to loads: its data has to reach L1 first).
+// The fp32 accumulators (32 x 32) live in an L1 buffer.
 #include "kernels/matmul_amx.h"
 
 #include <immintrin.h>
@@ -63,15 +66,15 @@ static_assert(sizeof(TileConfig) == 64);
 TileConfig make_config() {
   TileConfig c;
   c.palette = 1;
-  for (int i : {0, 1}) {  // C: 16 tokens x 16 int32
+  for (int i : {0, 1, 2, 3}) {  // C: 16 tokens x 16 int32
     c.rows[i] = kTileTokens;
     c.colsb[i] = kTileRows * sizeof(int32_t);
   }
-  for (int i : {2, 3}) {  // A: 16 tokens x one block of quants
+  for (int i : {4, 5}) {  // A: 16 tokens x one block of quants
     c.rows[i] = kTileTokens;
     c.colsb[i] = kQK8_0;
   }
-  for (int i : {4, 5}) {  // B: 8 groups x 16 rows x 4 bytes
+  for (int i : {6, 7}) {  // B: 8 groups x 16 rows x 4 bytes
     c.rows[i] = kGroups;
     c.colsb[i] = kBRowBytes;
   }
@@ -92,61 +95,97 @@ void ensure_configured() {
   configure_thread_tiles();
 }
 
-// y rows [r, r + 16) x tokens [t0, t0 + 16): nb blocks of B tiles at
-// `wq` (kBBytes apart), their fp16 scales at `scales` (kScaleBytes apart);
-// token m's encoded activations at x + m * xrb; dx/corr: token m block b at
-// [m * nb + b].
-__attribute__((always_inline)) inline void apply_block(const int32_t* c, const uint8_t* scales,
-                                                       int64_t b, const float* dx,
-                                                       const int32_t* corr, int64_t nb,
-                                                       __m512* acc) {
-  const __m512 dw = _mm512_cvtph_ps(
-      _mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * kScaleBytes)));
+constexpr int kCInts = kTileTokens * kTileRows;  // one C tile's int32 results
+
+// One step's operands: TT token tiles (16 tokens each) x WT weight tiles.
+struct StepArgs {
+  const uint8_t* wq[2];      // the weight tiles' B rows of block 0, kBBytes per block
+  const uint8_t* scales[2];  // their fp16 scales of block 0, kScaleBytes per block
+  const uint8_t* xq;         // token 0's block-0 quants; token m at + m * xs
+  long xs;                   // encoded activation row bytes
+  int64_t nb;
+  const float* dx;      // token m, block b: dx[m * nb + b] (fp32 activation scale)
+  const int32_t* corr;  // token m, block b: corr[m * nb + b]
+};
+
+// The tile work of block b: C[2 tt + h] = A[tt] x B[h], stored to c.
+template <int TT, int WT>
+__attribute__((always_inline)) inline void issue_block(const StepArgs& a, int64_t b, int32_t* c) {
+  const size_t xo = static_cast<size_t>(b) * sizeof(BlockQ8_0);
+  const size_t wo = static_cast<size_t>(b) * kBBytes;
+  _tile_loadd(4, a.xq + xo, a.xs);
+  if constexpr (TT == 2) _tile_loadd(5, a.xq + kTileTokens * a.xs + xo, a.xs);
+  _tile_loadd(6, a.wq[0] + wo, kBRowBytes);
+  if constexpr (WT == 2) _tile_loadd(7, a.wq[1] + wo, kBRowBytes);
+  _tile_zero(0);
+  _tile_dpbsud(0, 4, 6);
+  if constexpr (WT == 2) {
+    _tile_zero(1);
+    _tile_dpbsud(1, 4, 7);
+  }
+  if constexpr (TT == 2) {
+    _tile_zero(2);
+    _tile_dpbsud(2, 5, 6);
+  }
+  if constexpr (TT == 2 && WT == 2) {
+    _tile_zero(3);
+    _tile_dpbsud(3, 5, 7);
+  }
+  constexpr long kCStride = kTileRows * sizeof(int32_t);
+  _tile_stored(0, c, kCStride);
+  if constexpr (WT == 2) _tile_stored(1, c + kCInts, kCStride);
+  if constexpr (TT == 2) _tile_stored(2, c + 2 * kCInts, kCStride);
+  if constexpr (TT == 2 && WT == 2) _tile_stored(3, c + 3 * kCInts, kCStride);
+}
+
+// acc[m][h] += block b's results in c, the VNNI kernel's arithmetic:
+// acc = fma((float)(isum + corr), d_w * d_x, acc).
+template <int TT, int WT>
+__attribute__((always_inline)) inline void scale_block(const StepArgs& a, int64_t b,
+                                                       const int32_t* c, __m512 (*acc)[2]) {
+  __m512 dw[WT];
+#pragma GCC unroll 2
+  for (int h = 0; h < WT; ++h) {
+    dw[h] = _mm512_cvtph_ps(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(a.scales[h] + b * kScaleBytes)));
+  }
+#pragma GCC unroll 2
+  for (int tt = 0; tt < TT; ++tt) {
 #pragma GCC unroll 16
-  for (int m = 0; m < kTileTokens; ++m) {
-    const __m512i isum =
-        _mm512_add_epi32(_mm512_load_si512(c + m * kTileRows), _mm512_set1_epi32(corr[m * nb + b]));
-    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(dx[m * nb + b]));
-    acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), scale, acc[m]);
+    for (int m = 0; m < kTileTokens; ++m) {
+      const int64_t token = tt * kTileTokens + m;
+      const __m512i corr = _mm512_set1_epi32(a.corr[token * a.nb + b]);
+      const __m512 dx = _mm512_set1_ps(a.dx[token * a.nb + b]);
+#pragma GCC unroll 2
+      for (int h = 0; h < WT; ++h) {
+        const __m512i isum =
+            _mm512_add_epi32(_mm512_load_si512(c + (2 * tt + h) * kCInts + m * kTileRows), corr);
+        acc[token][h] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[h], dx), acc[token][h]);
+      }
+    }
   }
 }
 
-__attribute__((noinline)) void tile_16x16(const uint8_t* wq, const uint8_t* scales,
-                                          const uint8_t* x, size_t xrb, int64_t nb, const float* dx,
-                                          const int32_t* corr, float* out, int64_t out_stride,
-                                          __mmask16 mask) {
-  __m512 acc[kTileTokens];
-#pragma GCC unroll 16
-  for (int m = 0; m < kTileTokens; ++m) acc[m] = _mm512_setzero_ps();
-  alignas(64) int32_t c0[kTileTokens * kTileRows];
-  alignas(64) int32_t c1[kTileTokens * kTileRows];
-  const uint8_t* xq = x + offsetof(BlockQ8_0, qs);
-  const auto xs = static_cast<long>(xrb);
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_loadd(2, xq + b * sizeof(BlockQ8_0), xs);
-    _tile_loadd(4, wq + b * kBBytes, kBRowBytes);
-    _tile_loadd(3, xq + (b + 1) * sizeof(BlockQ8_0), xs);
-    _tile_loadd(5, wq + (b + 1) * kBBytes, kBRowBytes);
-    _tile_dpbsud(0, 2, 4);
-    _tile_dpbsud(1, 3, 5);
-    _tile_stored(0, c0, kTileRows * sizeof(int32_t));
-    _tile_stored(1, c1, kTileRows * sizeof(int32_t));
-    apply_block(c0, scales, b, dx, corr, nb, acc);
-    apply_block(c1, scales, b + 1, dx, corr, nb, acc);
+// Outputs of TT * 16 tokens x WT * 16 rows: out[m * out_stride + 16 h + j].
+template <int TT, int WT>
+__attribute__((noinline)) void step(const StepArgs& a, float* out, int64_t out_stride,
+                                    const __mmask16* mask) {
+  alignas(64) __m512 acc[2 * kTileTokens][2];
+  for (int m = 0; m < TT * kTileTokens; ++m) {
+    for (int h = 0; h < WT; ++h) acc[m][h] = _mm512_setzero_ps();
   }
-  if (b < nb) {
-    _tile_zero(0);
-    _tile_loadd(2, xq + b * sizeof(BlockQ8_0), xs);
-    _tile_loadd(4, wq + b * kBBytes, kBRowBytes);
-    _tile_dpbsud(0, 2, 4);
-    _tile_stored(0, c0, kTileRows * sizeof(int32_t));
-    apply_block(c0, scales, b, dx, corr, nb, acc);
+  alignas(64) int32_t c[2][4 * kCInts];
+  issue_block<TT, WT>(a, 0, c[0]);
+  for (int64_t b = 0; b < a.nb; ++b) {
+    if (b + 1 < a.nb) issue_block<TT, WT>(a, b + 1, c[(b + 1) & 1]);
+    scale_block<TT, WT>(a, b, c[b & 1], acc);
   }
-#pragma GCC unroll 16
-  for (int m = 0; m < kTileTokens; ++m) _mm512_mask_storeu_ps(out + m * out_stride, mask, acc[m]);
+  for (int m = 0; m < TT * kTileTokens; ++m) {
+    for (int h = 0; h < WT; ++h) {
+      _mm512_mask_storeu_ps(out + m * out_stride + h * kTileRows, mask[h], acc[m][h]);
+    }
+  }
 }
 
 // Splits a kTiled16 Q4_0 tile's nibble rows into the Q8_0-shaped B rows
@@ -222,22 +261,44 @@ void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, 
                 static_cast<size_t>(nb) * sizeof(int32_t));
   }
   const bool is_q4 = w.type == DType::kQ4_0;
-  uint8_t* q4 = is_q4 ? scratch<uint8_t>(q4_raw, static_cast<size_t>(nb) * kBBytes) : nullptr;
+  uint8_t* q4 = is_q4 ? scratch<uint8_t>(q4_raw, 2 * static_cast<size_t>(nb) * kBBytes) : nullptr;
   const size_t tile_bytes = avx512::tiled_bytes(w.type, kTileRows, w.cols);
   const size_t quant_bytes = static_cast<size_t>(nb) * avx512::tiled_quant_block_bytes(w.type);
   const auto* base = static_cast<const uint8_t*>(w.data);
-  for (int64_t r = row_begin; r < row_end; r += kTileRows) {
-    const uint8_t* tp = base + static_cast<size_t>(r / kTileRows) * tile_bytes;
-    const uint8_t* wq = tp;
-    if (is_q4) {
-      unpack_q4_0_tile(tp, nb, q4);
-      wq = q4;
+  StepArgs a{};
+  a.xs = static_cast<long>(x_row_bytes);
+  a.nb = nb;
+  constexpr int64_t kStepRows = 2 * kTileRows, kStepTokens = 2 * kTileTokens;
+  for (int64_t r = row_begin; r < row_end; r += kStepRows) {
+    const int wt = row_end - r > kTileRows ? 2 : 1;
+    __mmask16 mask[2] = {0, 0};
+    for (int h = 0; h < wt; ++h) {
+      const int64_t rh = r + h * kTileRows;
+      const uint8_t* tp = base + static_cast<size_t>(rh / kTileRows) * tile_bytes;
+      a.scales[h] = tp + quant_bytes;
+      a.wq[h] = tp;
+      if (is_q4) {
+        uint8_t* dst = q4 + static_cast<size_t>(h) * nb * kBBytes;
+        unpack_q4_0_tile(tp, nb, dst);
+        a.wq[h] = dst;
+      }
+      mask[h] = static_cast<__mmask16>((1u << std::min<int64_t>(kTileRows, row_end - rh)) - 1u);
     }
-    const auto mask =
-        static_cast<__mmask16>((1u << std::min<int64_t>(kTileRows, row_end - r)) - 1u);
-    for (int64_t t = 0; t < n_amx; t += kTileTokens) {
-      tile_16x16(wq, tp + quant_bytes, x_enc + static_cast<size_t>(t) * x_row_bytes, x_row_bytes,
-                 nb, dx + t * nb, corr + t * nb, y + t * w.rows + r, w.rows, mask);
+    for (int64_t t = 0; t < n_amx; t += kStepTokens) {
+      const int tt = n_amx - t > kTileTokens ? 2 : 1;
+      a.xq = x_enc + static_cast<size_t>(t) * x_row_bytes + offsetof(BlockQ8_0, qs);
+      a.dx = dx + t * nb;
+      a.corr = corr + t * nb;
+      float* out = y + t * w.rows + r;
+      if (tt == 2 && wt == 2) {
+        step<2, 2>(a, out, w.rows, mask);
+      } else if (tt == 2) {
+        step<2, 1>(a, out, w.rows, mask);
+      } else if (wt == 2) {
+        step<1, 2>(a, out, w.rows, mask);
+      } else {
+        step<1, 1>(a, out, w.rows, mask);
+      }
     }
   }
 }
