@@ -3,14 +3,13 @@
 // The kTiled16 layout already stores each block of a 16-row tile the way
 // the tile unit's second operand wants it: row k (64 bytes) holds the 16
 // weight rows' group k (4 bytes each). So a block is one B tile of 8 rows x
-// 64 bytes, loaded straight from the packed weight for Q8_0 (Q4_0 nibbles
-// are first split into such rows, once per weight tile, into scratch), and
-// the A tile is 16 tokens' 32 activation quants of that block, loaded
-// straight from the encoded activations with the activation row as stride.
-// TDPBSUD (signed activations x unsigned weights) then gives, for token m
-// and row j, sum(x (q + 128)) (Q8_0) or sum(x n) (Q4_0), and adding the
-// activation row's per-block correction (-128 or -8 times sum(x), from
-// avx512::encode_activation_row) leaves the exact block dot.
+// 64 bytes. Once per weight tile (and reused by every token tile), its
+// quants are made signed into scratch: Q8_0's stored q + 128 back to q,
+// Q4_0's nibble pairs split into rows of n - 8. The activation quants are
+// laid out once per call in A-tile order (16 tokens x 32 bytes per block).
+// TDPBSSD then gives, for token m and row j, the exact block dot sum(q x):
+// the same integer the VNNI kernel reaches as sum((q + 128) x) - 128 sum(x)
+// (or sum(n x) - 8 sum(x)), without the correction.
 //
 // One tile instruction per block, because each 32-element block has its
 // own scales: the int32 result is stored and, per token, converted and
@@ -95,41 +94,40 @@ void ensure_configured() {
   configure_thread_tiles();
 }
 
-constexpr int kCInts = kTileTokens * kTileRows;  // one C tile's int32 results
+constexpr int kCInts = kTileTokens * kTileRows;   // one C tile's int32 results
+constexpr size_t kABytes = kTileTokens * kQK8_0;  // one A tile: 16 tokens' block quants
 
 // One step's operands: TT token tiles (16 tokens each) x WT weight tiles.
 struct StepArgs {
   const uint8_t* wq[2];      // the weight tiles' B rows of block 0, kBBytes per block
   const uint8_t* scales[2];  // their fp16 scales of block 0, kScaleBytes per block
-  const uint8_t* xq;         // token 0's block-0 quants; token m at + m * xs
-  long xs;                   // encoded activation row bytes
+  const uint8_t* xq;         // A tiles: token tile tt, block b at xq + (tt * nb + b) * kABytes
   int64_t nb;
-  const float* dx;      // token m, block b: dx[m * nb + b] (fp32 activation scale)
-  const int32_t* corr;  // token m, block b: corr[m * nb + b]
+  const float* dx;  // token m, block b: dx[m * nb + b] (fp32 activation scale)
 };
 
 // The tile work of block b: C[2 tt + h] = A[tt] x B[h], stored to c.
 template <int TT, int WT>
 __attribute__((always_inline)) inline void issue_block(const StepArgs& a, int64_t b, int32_t* c) {
-  const size_t xo = static_cast<size_t>(b) * sizeof(BlockQ8_0);
+  const size_t xo = static_cast<size_t>(b) * kABytes;
   const size_t wo = static_cast<size_t>(b) * kBBytes;
-  _tile_loadd(4, a.xq + xo, a.xs);
-  if constexpr (TT == 2) _tile_loadd(5, a.xq + kTileTokens * a.xs + xo, a.xs);
+  _tile_loadd(4, a.xq + xo, kQK8_0);
+  if constexpr (TT == 2) _tile_loadd(5, a.xq + static_cast<size_t>(a.nb) * kABytes + xo, kQK8_0);
   _tile_loadd(6, a.wq[0] + wo, kBRowBytes);
   if constexpr (WT == 2) _tile_loadd(7, a.wq[1] + wo, kBRowBytes);
   _tile_zero(0);
-  _tile_dpbsud(0, 4, 6);
+  _tile_dpbssd(0, 4, 6);
   if constexpr (WT == 2) {
     _tile_zero(1);
-    _tile_dpbsud(1, 4, 7);
+    _tile_dpbssd(1, 4, 7);
   }
   if constexpr (TT == 2) {
     _tile_zero(2);
-    _tile_dpbsud(2, 5, 6);
+    _tile_dpbssd(2, 5, 6);
   }
   if constexpr (TT == 2 && WT == 2) {
     _tile_zero(3);
-    _tile_dpbsud(3, 5, 7);
+    _tile_dpbssd(3, 5, 7);
   }
   constexpr long kCStride = kTileRows * sizeof(int32_t);
   _tile_stored(0, c, kCStride);
@@ -139,7 +137,7 @@ __attribute__((always_inline)) inline void issue_block(const StepArgs& a, int64_
 }
 
 // acc[m][h] += block b's results in c, the VNNI kernel's arithmetic:
-// acc = fma((float)(isum + corr), d_w * d_x, acc).
+// acc = fma((float)isum, d_w * d_x, acc).
 template <int TT, int WT>
 __attribute__((always_inline)) inline void scale_block(const StepArgs& a, int64_t b,
                                                        const int32_t* c, __m512 (*acc)[2]) {
@@ -154,12 +152,10 @@ __attribute__((always_inline)) inline void scale_block(const StepArgs& a, int64_
 #pragma GCC unroll 16
     for (int m = 0; m < kTileTokens; ++m) {
       const int64_t token = tt * kTileTokens + m;
-      const __m512i corr = _mm512_set1_epi32(a.corr[token * a.nb + b]);
       const __m512 dx = _mm512_set1_ps(a.dx[token * a.nb + b]);
 #pragma GCC unroll 2
       for (int h = 0; h < WT; ++h) {
-        const __m512i isum =
-            _mm512_add_epi32(_mm512_load_si512(c + (2 * tt + h) * kCInts + m * kTileRows), corr);
+        const __m512i isum = _mm512_load_si512(c + (2 * tt + h) * kCInts + m * kTileRows);
         acc[token][h] =
             _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[h], dx), acc[token][h]);
       }
@@ -188,19 +184,28 @@ __attribute__((noinline)) void step(const StepArgs& a, float* out, int64_t out_s
   }
 }
 
-// Splits a kTiled16 Q4_0 tile's nibble rows into the Q8_0-shaped B rows
-// (row k = low nibbles of packed row k, row k + 4 = its high nibbles).
-void unpack_q4_0_tile(const uint8_t* quants, int64_t nb, uint8_t* dst) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* q = quants + static_cast<size_t>(b) * (kBBytes / 2);
-    uint8_t* d = dst + static_cast<size_t>(b) * kBBytes;
+// A kTiled16 tile's quants as signed B rows: Q8_0 rows with the +128
+// offset removed; Q4_0 nibble rows split (row k = low nibbles of packed row
+// k, row k + 4 = its high nibbles) and offset by -8.
+void signed_b_rows(DType type, const uint8_t* quants, int64_t nb, uint8_t* dst) {
+  if (type == DType::kQ8_0) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (size_t i = 0; i < static_cast<size_t>(nb) * kBBytes; i += kBRowBytes) {
+      _mm512_store_si512(dst + i, _mm512_xor_si512(_mm512_load_si512(quants + i), flip));
+    }
+  } else {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i eight = _mm512_set1_epi8(8);
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* q = quants + static_cast<size_t>(b) * (kBBytes / 2);
+      uint8_t* d = dst + static_cast<size_t>(b) * kBBytes;
 #pragma GCC unroll 4
-    for (int k = 0; k < kGroups / 2; ++k) {
-      const __m512i v = _mm512_load_si512(q + k * kBRowBytes);
-      _mm512_store_si512(d + k * kBRowBytes, _mm512_and_si512(v, low4));
-      _mm512_store_si512(d + (k + kGroups / 2) * kBRowBytes,
-                         _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+      for (int k = 0; k < kGroups / 2; ++k) {
+        const __m512i v = _mm512_load_si512(q + k * kBRowBytes);
+        _mm512_store_si512(d + k * kBRowBytes, _mm512_sub_epi8(_mm512_and_si512(v, low4), eight));
+        _mm512_store_si512(d + (k + kGroups / 2) * kBRowBytes,
+                           _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), eight));
+      }
     }
   }
   memory_barrier();  // the stores must land before tileloadd reads them
@@ -248,25 +253,28 @@ void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, 
   if (n_tiles == 0) return;
   ensure_configured();
   const int64_t nb = w.cols / kQK8_0;
-  // Per token and block: the activation scale as fp32 and the correction,
-  // gathered once so the inner loop broadcasts them from memory.
-  thread_local std::vector<uint8_t> dx_raw, corr_raw, q4_raw;
+  // Per token and block: the activation scale as fp32, gathered once so
+  // the inner loop broadcasts it from memory.
+  thread_local std::vector<uint8_t> dx_raw, wb_raw, xp_raw;
+  // The activation quants in A-tile order (per 16-token tile and block, 16
+  // rows of 32 bytes): a tile load reads 8 whole cache lines, not 16 halves.
+  uint8_t* xp = scratch<uint8_t>(xp_raw, static_cast<size_t>(n_amx * nb) * kQK8_0);
   float* dx = scratch<float>(dx_raw, static_cast<size_t>(n_amx * nb));
-  int32_t* corr = scratch<int32_t>(corr_raw, static_cast<size_t>(n_amx * nb));
   for (int64_t t = 0; t < n_amx; ++t) {
     const uint8_t* xt = x_enc + static_cast<size_t>(t) * x_row_bytes;
     const auto* blocks = reinterpret_cast<const BlockQ8_0*>(xt);
-    for (int64_t b = 0; b < nb; ++b) dx[t * nb + b] = _cvtsh_ss(blocks[b].d);
-    std::memcpy(corr + t * nb, xt + static_cast<size_t>(nb) * sizeof(BlockQ8_0),
-                static_cast<size_t>(nb) * sizeof(int32_t));
+    for (int64_t b = 0; b < nb; ++b) {
+      dx[t * nb + b] = _cvtsh_ss(blocks[b].d);
+      std::memcpy(xp + (static_cast<size_t>(t / kTileTokens) * nb + b) * kABytes +
+                      (t % kTileTokens) * kQK8_0,
+                  blocks[b].qs, kQK8_0);
+    }
   }
-  const bool is_q4 = w.type == DType::kQ4_0;
-  uint8_t* q4 = is_q4 ? scratch<uint8_t>(q4_raw, 2 * static_cast<size_t>(nb) * kBBytes) : nullptr;
+  uint8_t* wb = scratch<uint8_t>(wb_raw, 2 * static_cast<size_t>(nb) * kBBytes);
   const size_t tile_bytes = avx512::tiled_bytes(w.type, kTileRows, w.cols);
   const size_t quant_bytes = static_cast<size_t>(nb) * avx512::tiled_quant_block_bytes(w.type);
   const auto* base = static_cast<const uint8_t*>(w.data);
   StepArgs a{};
-  a.xs = static_cast<long>(x_row_bytes);
   a.nb = nb;
   constexpr int64_t kStepRows = 2 * kTileRows, kStepTokens = 2 * kTileTokens;
   for (int64_t r = row_begin; r < row_end; r += kStepRows) {
@@ -276,19 +284,15 @@ void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, 
       const int64_t rh = r + h * kTileRows;
       const uint8_t* tp = base + static_cast<size_t>(rh / kTileRows) * tile_bytes;
       a.scales[h] = tp + quant_bytes;
-      a.wq[h] = tp;
-      if (is_q4) {
-        uint8_t* dst = q4 + static_cast<size_t>(h) * nb * kBBytes;
-        unpack_q4_0_tile(tp, nb, dst);
-        a.wq[h] = dst;
-      }
+      uint8_t* dst = wb + static_cast<size_t>(h) * nb * kBBytes;
+      signed_b_rows(w.type, tp, nb, dst);
+      a.wq[h] = dst;
       mask[h] = static_cast<__mmask16>((1u << std::min<int64_t>(kTileRows, row_end - rh)) - 1u);
     }
     for (int64_t t = 0; t < n_amx; t += kStepTokens) {
       const int tt = n_amx - t > kTileTokens ? 2 : 1;
-      a.xq = x_enc + static_cast<size_t>(t) * x_row_bytes + offsetof(BlockQ8_0, qs);
+      a.xq = xp + static_cast<size_t>(t / kTileTokens) * nb * kABytes;
       a.dx = dx + t * nb;
-      a.corr = corr + t * nb;
       float* out = y + t * w.rows + r;
       if (tt == 2 && wt == 2) {
         step<2, 2>(a, out, w.rows, mask);
