@@ -11,8 +11,10 @@
 // Run: build-*/bench_kernels --benchmark_filter=... [--threads via STRATA_BENCH_THREADS]
 #include <benchmark/benchmark.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -206,6 +208,66 @@ BENCHMARK(BM_ModelStep)
     ->ArgNames({"type", "n", "layout"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// Every layer matmul of a TinyLlama-1.1B forward pass over n tokens (22
+// layers; the output projection, which runs on one row in prefill, left
+// out), packed as a model loads, on VNNI (amx:0) or AMX (amx:1), the two
+// side by side in one run. On a shared machine, wall time measures the
+// neighbours too: with STRATA_BENCH_THREADS=1 the time is this thread's CPU
+// time (the pool of one runs on it), which they do not inflate.
+void BM_ModelStepUnit(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t n = state.range(1);
+  const bool amx = state.range(2) != 0;
+  if (!amx_support().usable()) {
+    state.SkipWithError(amx_support().reason());
+    return;
+  }
+  constexpr int kLayers = 22;
+  constexpr int64_t kHidden = 2048, kFfn = 5632, kKv = 256;
+  std::vector<std::unique_ptr<BenchWeight>> weights;
+  uint32_t seed = 10;
+  for (int l = 0; l < kLayers; ++l) {
+    for (const auto& [rows, cols] :
+         std::initializer_list<std::pair<int64_t, int64_t>>{{kHidden, kHidden},
+                                                            {kKv, kHidden},
+                                                            {kKv, kHidden},
+                                                            {kHidden, kHidden},
+                                                            {kFfn, kHidden},
+                                                            {kFfn, kHidden},
+                                                            {kHidden, kFfn}}) {
+      weights.push_back(make_weight(type, rows, cols, seed++));
+    }
+  }
+  const auto x = random_floats(n * kFfn, 3);
+  std::vector<float> y(n * kFfn);
+  const bool cpu_time = pool().num_threads() == 1;
+  const AmxMode previous = amx_mode();
+  set_amx_mode(amx ? AmxMode::kForced : AmxMode::kOff);
+  for (auto _ : state) {
+    timespec t0{}, t1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    const auto w0 = std::chrono::steady_clock::now();
+    for (const auto& w : weights) matmul(w->view, x.data(), n, y.data(), pool());
+    const auto w1 = std::chrono::steady_clock::now();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    benchmark::DoNotOptimize(y.data());
+    state.SetIterationTime(cpu_time ? (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)
+                                    : std::chrono::duration<double>(w1 - w0).count());
+  }
+  set_amx_mode(previous);
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["tok_per_s"] = benchmark::Counter(iters * n, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(type)) + (amx ? " amx" : " vnni") +
+                 (cpu_time ? " (thread cpu time)" : " (wall time)"));
+}
+BENCHMARK(BM_ModelStepUnit)
+    ->ArgsProduct({{static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0)},
+                   {1, 8, 32, 128, 512},
+                   {0, 1}})
+    ->ArgNames({"type", "n", "amx"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime();
 
 // Paged attention at TinyLlama shapes (32 query / 4 KV heads of 64, blocks
 // of 16). Args: ctx = context of the chunk's sequence, n = tokens of that

@@ -27,6 +27,12 @@ std::atomic<AmxMode>& mode_ref() {
   return mode;
 }
 
+// Set by calibrate_matmul_units on its own thread while it times a unit:
+// matmul() asks matmul_unit_for on the calling thread, so other threads'
+// matmuls and the process-wide mode are untouched.
+enum class Override : uint8_t { kNone, kVnni, kAmx };
+thread_local Override t_override = Override::kNone;
+
 struct ShapeChoice {
   DType type;
   int64_t rows;
@@ -91,6 +97,9 @@ AmxMode set_amx_mode(AmxMode mode) {
 MatmulUnit matmul_unit_for(const WeightView& w, int64_t n) {
   const AmxMode mode = amx_mode();
   if (mode == AmxMode::kOff || !amx_applies(w)) return MatmulUnit::kVnni;
+  if (t_override != Override::kNone) {
+    return t_override == Override::kAmx && n >= 16 ? MatmulUnit::kAmx : MatmulUnit::kVnni;
+  }
   // The AMX kernel runs whole 16-token tiles only (the rest on VNNI).
   if (n < 16) return MatmulUnit::kVnni;
   if (mode == AmxMode::kForced) return MatmulUnit::kAmx;
@@ -120,10 +129,15 @@ std::vector<UnitTiming> calibrate_matmul_units(const std::vector<WeightView>& we
   std::vector<float> x, y;
   for (const WeightView& w : weights) {
     if (!amx_applies(w) || w.rows <= 0) continue;
-    const bool seen = std::any_of(found.begin(), found.end(), [&](const ShapeChoice& s) {
+    const auto same = [&](const ShapeChoice& s) {
       return s.type == w.type && s.rows == w.rows && s.cols == w.cols;
-    });
-    if (seen) continue;
+    };
+    if (std::any_of(found.begin(), found.end(), same)) continue;
+    {
+      // Measured by an earlier call (another runner of the same model).
+      std::lock_guard<std::mutex> lock(choices_mutex());
+      if (std::any_of(choices().begin(), choices().end(), same)) continue;
+    }
     ShapeChoice shape{w.type, w.rows, w.cols, {}};
     // Activations of a typical scale; values do not change the work done.
     x.resize(static_cast<size_t>(max_n * w.cols));
@@ -139,11 +153,11 @@ std::vector<UnitTiming> calibrate_matmul_units(const std::vector<WeightView>& we
       t.cols = w.cols;
       t.n = n;
       const int reps = n >= 128 ? 2 : 4;
-      mode_ref().store(AmxMode::kOff, std::memory_order_relaxed);
+      t_override = Override::kVnni;
       t.vnni_us = best_us(w, x.data(), n, y.data(), pool, reps);
-      mode_ref().store(AmxMode::kForced, std::memory_order_relaxed);
+      t_override = Override::kAmx;
       t.amx_us = n >= 16 ? best_us(w, x.data(), n, y.data(), pool, reps) : t.vnni_us;
-      mode_ref().store(AmxMode::kMeasured, std::memory_order_relaxed);
+      t_override = Override::kNone;
       t.unit = n >= 16 && t.amx_us < t.vnni_us ? MatmulUnit::kAmx : MatmulUnit::kVnni;
       shape.by_n.push_back(t);
       out.push_back(t);
@@ -151,16 +165,7 @@ std::vector<UnitTiming> calibrate_matmul_units(const std::vector<WeightView>& we
     found.push_back(std::move(shape));
   }
   std::lock_guard<std::mutex> lock(choices_mutex());
-  for (ShapeChoice& s : found) {
-    auto it = std::find_if(choices().begin(), choices().end(), [&](const ShapeChoice& c) {
-      return c.type == s.type && c.rows == s.rows && c.cols == s.cols;
-    });
-    if (it != choices().end()) {
-      *it = std::move(s);
-    } else {
-      choices().push_back(std::move(s));
-    }
-  }
+  for (ShapeChoice& s : found) choices().push_back(std::move(s));
   return out;
 }
 

@@ -189,6 +189,7 @@ TEST(MatmulAmx, CalibrationRecordsAChoicePerShapeAndCount) {
   ScopedIsa isa(KernelIsa::kAvx512Vnni);
   ScopedAmxMode measured(AmxMode::kMeasured);
   ThreadPool pool(1);
+  clear_matmul_unit_choices();
   TestWeight tw = make_weight(DType::kQ8_0, 64, 256, 5);
   TestWeight dup = make_weight(DType::kQ8_0, 64, 256, 6);  // same shape: timed once
   const auto timings =
@@ -202,6 +203,7 @@ TEST(MatmulAmx, CalibrationRecordsAChoicePerShapeAndCount) {
     }
     EXPECT_EQ(matmul_unit_for(tw.packed->view(), t.n), t.unit);
   }
+  EXPECT_TRUE(calibrate_matmul_units({tw.packed->view()}, pool, {1, 8, 32}).empty());  // known
   const auto lines = matmul_unit_summary();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("q8_0 64x256: n=1 vnni"), std::string::npos) << lines[0];
