@@ -117,6 +117,7 @@ BENCHMARK(BM_Matmul)->Apply(matmul_args);
 
 // AMX vs VNNI side by side on the same packed Q8_0/Q4_0 weight (unit 0 =
 // VNNI, 1 = AMX forced; the two give the same bits). Skipped without AMX.
+// Counter GOPS = 2 * rows * cols * n / time; time as in BM_ModelStepUnit.
 void BM_MatmulUnit(benchmark::State& state) {
   const auto type = static_cast<DType>(state.range(0));
   const int64_t rows = state.range(1), cols = state.range(2), n = state.range(3);
@@ -128,17 +129,26 @@ void BM_MatmulUnit(benchmark::State& state) {
   auto w = make_weight(type, rows, cols, 1);
   const auto x = random_floats(n * cols, 2);
   std::vector<float> y(n * rows);
+  const bool cpu_time = pool().num_threads() == 1;  // see BM_ModelStepUnit
   const AmxMode previous = amx_mode();
   set_amx_mode(amx ? AmxMode::kForced : AmxMode::kOff);
   for (auto _ : state) {
+    timespec t0{}, t1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    const auto w0 = std::chrono::steady_clock::now();
     matmul(w->view, x.data(), n, y.data(), pool());
+    const auto w1 = std::chrono::steady_clock::now();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
     benchmark::DoNotOptimize(y.data());
+    state.SetIterationTime(cpu_time ? (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)
+                                    : std::chrono::duration<double>(w1 - w0).count());
   }
   set_amx_mode(previous);
   const double iters = static_cast<double>(state.iterations());
   state.counters["GOPS"] =
       benchmark::Counter(iters * 2e-9 * rows * cols * n, benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(dtype_name(type)) + (amx ? " amx" : " vnni"));
+  state.SetLabel(std::string(dtype_name(type)) + (amx ? " amx" : " vnni") +
+                 (cpu_time ? " (thread cpu time)" : " (wall time)"));
 }
 BENCHMARK(BM_MatmulUnit)
     ->ArgsProduct({{static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0)},
@@ -152,7 +162,7 @@ BENCHMARK(BM_MatmulUnit)
     ->Args({static_cast<int64_t>(DType::kQ4_0), 2048, 5632, 512, 1})
     ->ArgNames({"type", "rows", "cols", "n", "amx"})
     ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+    ->UseManualTime();
 
 // Every matmul of a TinyLlama-1.1B forward pass over n tokens; layout 1 =
 // as a model loads (packed where this CPU repacks), 0 = the GGUF layout.
