@@ -1,8 +1,9 @@
 #include "kernels/matmul_unit.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -11,6 +12,8 @@
 
 #include "kernels/amx_support.h"
 #include "kernels/dispatch.h"
+#include "kernels/matmul_amx.h"
+#include "kernels/matmul_avx512.h"
 
 namespace strata {
 namespace {
@@ -26,12 +29,6 @@ std::atomic<AmxMode>& mode_ref() {
   static std::atomic<AmxMode> mode{initial_mode()};
   return mode;
 }
-
-// Set by calibrate_matmul_units on its own thread while it times a unit:
-// matmul() asks matmul_unit_for on the calling thread, so other threads'
-// matmuls and the process-wide mode are untouched.
-enum class Override : uint8_t { kNone, kVnni, kAmx };
-thread_local Override t_override = Override::kNone;
 
 struct ShapeChoice {
   DType type;
@@ -53,19 +50,34 @@ bool amx_applies(const WeightView& w) {
   return w.layout == WeightLayout::kTiled16 && (w.type == DType::kQ8_0 || w.type == DType::kQ4_0);
 }
 
-// Best wall time of `reps` runs of matmul (after one warm-up run).
-double best_us(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool,
-               int reps) {
-  matmul(w, x, n, y, pool);
-  double best = 1e300;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    matmul(w, x, n, y, pool);
-    const auto t1 = std::chrono::steady_clock::now();
-    best = std::min(best, std::chrono::duration<double, std::micro>(t1 - t0).count());
-  }
-  return best;
+// CPU time of this thread, microseconds: unlike wall time, not inflated
+// when a shared machine's neighbours preempt it.
+double thread_cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return 1e6 * static_cast<double>(ts.tv_sec) + 1e-3 * static_cast<double>(ts.tv_nsec);
 }
+
+// One thread's share of a matmul on `unit`: rows [0, rows) of w against n
+// encoded activation rows, on this thread. Microseconds of CPU time.
+double time_us(MatmulUnit unit, const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
+               int64_t n, float* y, int64_t rows) {
+  const double t0 = thread_cpu_us();
+  if (unit == MatmulUnit::kAmx) {
+    amx::matmul_rows(w, x_enc, x_row_bytes, n, y, 0, rows);
+  } else {
+    avx512::matmul_rows(w, x_enc, x_row_bytes, n, y, 0, rows);
+  }
+  return thread_cpu_us() - t0;
+}
+
+// Rows timed per shape: enough 32-row steps to be representative, few
+// enough that calibration stays short (the work per row is the same).
+constexpr int64_t kTimedRows = 512;
+
+// AMX must beat VNNI by this factor to be picked: ties go to the unit that
+// needs no tile state, and a shared machine's noise does not flip choices.
+constexpr double kAmxMargin = 0.97;
 
 }  // namespace
 
@@ -97,9 +109,6 @@ AmxMode set_amx_mode(AmxMode mode) {
 MatmulUnit matmul_unit_for(const WeightView& w, int64_t n) {
   const AmxMode mode = amx_mode();
   if (mode == AmxMode::kOff || !amx_applies(w)) return MatmulUnit::kVnni;
-  if (t_override != Override::kNone) {
-    return t_override == Override::kAmx && n >= 16 ? MatmulUnit::kAmx : MatmulUnit::kVnni;
-  }
   // The AMX kernel runs whole 16-token tiles only (the rest on VNNI).
   if (n < 16) return MatmulUnit::kVnni;
   if (mode == AmxMode::kForced) return MatmulUnit::kAmx;
@@ -118,7 +127,6 @@ MatmulUnit matmul_unit_for(const WeightView& w, int64_t n) {
 }
 
 std::vector<UnitTiming> calibrate_matmul_units(const std::vector<WeightView>& weights,
-                                               ThreadPool& pool,
                                                const std::vector<int64_t>& token_counts) {
   std::vector<UnitTiming> out;
   if (amx_mode() != AmxMode::kMeasured || token_counts.empty()) return out;
@@ -127,6 +135,7 @@ std::vector<UnitTiming> calibrate_matmul_units(const std::vector<WeightView>& we
   const int64_t max_n = counts.back();
   std::vector<ShapeChoice> found;
   std::vector<float> x, y;
+  std::vector<uint8_t> x_enc;
   for (const WeightView& w : weights) {
     if (!amx_applies(w) || w.rows <= 0) continue;
     const auto same = [&](const ShapeChoice& s) {
@@ -144,6 +153,13 @@ std::vector<UnitTiming> calibrate_matmul_units(const std::vector<WeightView>& we
     std::mt19937 rng(static_cast<uint32_t>(w.rows * 31 + w.cols));
     std::normal_distribution<float> dist(0.0f, 1.0f);
     for (float& v : x) v = dist(rng);
+    const size_t x_row_bytes = avx512::activation_row_bytes(w.type, w.cols);
+    x_enc.resize(x_row_bytes * static_cast<size_t>(max_n));
+    for (int64_t t = 0; t < max_n; ++t) {
+      avx512::encode_activation_row(w.type, x.data() + t * w.cols, w.cols,
+                                    x_enc.data() + static_cast<size_t>(t) * x_row_bytes);
+    }
+    const int64_t rows = std::min(w.rows, kTimedRows);
     y.resize(static_cast<size_t>(max_n * w.rows));
     for (int64_t n : counts) {
       if (n <= 0) continue;
@@ -152,13 +168,22 @@ std::vector<UnitTiming> calibrate_matmul_units(const std::vector<WeightView>& we
       t.rows = w.rows;
       t.cols = w.cols;
       t.n = n;
-      const int reps = n >= 128 ? 2 : 4;
-      t_override = Override::kVnni;
-      t.vnni_us = best_us(w, x.data(), n, y.data(), pool, reps);
-      t_override = Override::kAmx;
-      t.amx_us = n >= 16 ? best_us(w, x.data(), n, y.data(), pool, reps) : t.vnni_us;
-      t_override = Override::kNone;
-      t.unit = n >= 16 && t.amx_us < t.vnni_us ? MatmulUnit::kAmx : MatmulUnit::kVnni;
+      if (n < 16) {  // no whole token tile: VNNI by construction, nothing to time
+        t.unit = MatmulUnit::kVnni;
+      } else {
+        // Alternating runs, best of each after a warm-up of each.
+        const auto run = [&](MatmulUnit u) {
+          return time_us(u, w, x_enc.data(), x_row_bytes, n, y.data(), rows);
+        };
+        run(MatmulUnit::kVnni);
+        run(MatmulUnit::kAmx);
+        t.vnni_us = t.amx_us = 1e300;
+        for (int i = 0; i < 3; ++i) {
+          t.vnni_us = std::min(t.vnni_us, run(MatmulUnit::kVnni));
+          t.amx_us = std::min(t.amx_us, run(MatmulUnit::kAmx));
+        }
+        t.unit = t.amx_us < kAmxMargin * t.vnni_us ? MatmulUnit::kAmx : MatmulUnit::kVnni;
+      }
       shape.by_n.push_back(t);
       out.push_back(t);
     }
@@ -198,8 +223,12 @@ std::vector<std::string> matmul_unit_summary() {
                        std::to_string(s.rows) + "x" + std::to_string(s.cols) + ":";
     for (const UnitTiming& t : s.by_n) {
       char buf[64];
-      std::snprintf(buf, sizeof(buf), " n=%lld %s (%.2fx)", static_cast<long long>(t.n),
-                    matmul_unit_name(t.unit), t.amx_us > 0 ? t.vnni_us / t.amx_us : 1.0);
+      if (t.amx_us > 0) {
+        std::snprintf(buf, sizeof(buf), " n=%lld %s (%.2fx)", static_cast<long long>(t.n),
+                      matmul_unit_name(t.unit), t.vnni_us / t.amx_us);
+      } else {
+        std::snprintf(buf, sizeof(buf), " n=%lld vnni", static_cast<long long>(t.n));
+      }
       line += buf;
     }
     lines.push_back(std::move(line));

@@ -54,25 +54,28 @@ struct UnitTiming {
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t n = 0;
-  double vnni_us = 0;  // best of a few runs, microseconds
-  double amx_us = 0;
+  double vnni_us = 0;  // best of a few runs, microseconds of one thread's CPU
+  double amx_us = 0;   // time (0: not timed, n < 16 has no whole AMX token tile)
   MatmulUnit unit = MatmulUnit::kVnni;
 };
 
 // Times both units on each distinct (type, rows, cols) of `weights` that
-// AMX handles and no earlier call measured, at each token count, on the
-// pool's threads, and records the faster one per (shape, n);
-// matmul_unit_for then picks by it (a count between two measured ones takes
-// the choice of the largest one below it). Returns the new timings (empty
-// when the mode is not kMeasured). About 0.3 s in all for the 1.1B shapes
-// on 2 cores up to n = 512. clear_matmul_unit_choices() forgets them.
+// AMX handles and no earlier call measured, at each token count, and
+// records the faster one per (shape, n) (AMX only when it is 3% faster);
+// matmul_unit_for then picks by it (a count between two measured ones
+// takes the choice of the largest one below it). Timing is one thread's
+// share of the work (up to 512 rows) on the calling thread in CPU time, so
+// a busy shared machine does not skew it. Returns the new timings (empty
+// when the mode is not kMeasured); ~0.3 s for the 1.1B layer shapes up to
+// n = 512. clear_matmul_unit_choices() forgets them.
 std::vector<UnitTiming> calibrate_matmul_units(
-    const std::vector<WeightView>& weights, ThreadPool& pool,
+    const std::vector<WeightView>& weights,
     const std::vector<int64_t>& token_counts = scheduler_token_counts());
 void clear_matmul_unit_choices();
 
 // The recorded choices, one line per shape, e.g.
-// "Q8_0 2048x2048: n=1 vnni, n=8 vnni, n=32 amx (2.1x), ..." ; or the mode
+// "matmul unit q8_0 2048x2048: n=1 vnni n=8 vnni n=32 amx (1.26x) ..."
+// (the factor: VNNI time / AMX time); or the mode
 // when nothing was measured. For the start-up log.
 std::vector<std::string> matmul_unit_summary();
 

@@ -35,8 +35,7 @@ ModelRunner::ModelRunner(const ModelWeights& weights, KvStorage& kv, ThreadPool&
       if (t <= max_batch_tokens) counts.push_back(t);
     }
     calibrate_matmul_units(
-        {l.attn_q, l.attn_k, l.attn_v, l.attn_output, l.ffn_gate, l.ffn_up, l.ffn_down}, pool_,
-        counts);
+        {l.attn_q, l.attn_k, l.attn_v, l.attn_output, l.ffn_gate, l.ffn_up, l.ffn_down}, counts);
   }
 }
 
