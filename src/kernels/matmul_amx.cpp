@@ -241,6 +241,32 @@ bool configure_thread_tiles() {
   return std::memcmp(&cfg, back, sizeof(cfg)) == 0;
 }
 
+int tile_dot_loop(int64_t iters) {
+  ensure_configured();
+  alignas(64) int8_t a[kTileTokens * kQK8_0];
+  alignas(64) int8_t b[kBBytes];
+  std::memset(a, 1, sizeof(a));
+  std::memset(b, 1, sizeof(b));
+  memory_barrier();
+  _tile_loadd(4, a, kQK8_0);
+  _tile_loadd(5, a, kQK8_0);
+  _tile_loadd(6, b, kBRowBytes);
+  _tile_loadd(7, b, kBRowBytes);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t i = 0; i < iters; ++i) {
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 4, 7);
+    _tile_dpbssd(2, 5, 6);
+    _tile_dpbssd(3, 5, 7);
+  }
+  alignas(64) int32_t c[kCInts];
+  _tile_stored(0, c, kTileRows * sizeof(int32_t));
+  return c[0];
+}
+
 void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
                  int64_t row_begin, int64_t row_end) {
   if (row_begin >= row_end || n <= 0) return;

@@ -30,4 +30,9 @@ bool configure_thread_tiles();
 void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
                  int64_t row_begin, int64_t row_end);
 
+// The tile unit's int8 peak as the kernel uses it (16x16 tokens x rows
+// per TDPBSSD, K = 32): `iters` rounds of four independent TDPBSSD on this
+// thread, 4 * 16 * 16 * 32 multiply-adds each. Returns a value to sink.
+int tile_dot_loop(int64_t iters);
+
 }  // namespace strata::amx

@@ -18,6 +18,7 @@
 #include "kernels/matmul_unit.h"
 #include "kernels/packed_weight.h"
 #include "kernels/quant.h"
+#include "kernels/roofline.h"
 #include "kernels/vec_dot.h"
 #include "test_support.h"
 
@@ -209,6 +210,16 @@ TEST(MatmulAmx, CalibrationRecordsAChoicePerShapeAndCount) {
   EXPECT_NE(lines[0].find("q8_0 64x256: n=1 vnni"), std::string::npos) << lines[0];
   clear_matmul_unit_choices();
   EXPECT_EQ(matmul_unit_for(tw.packed->view(), 32), MatmulUnit::kAmx);  // back to the default
+}
+
+TEST(MatmulAmx, RooflineReportsTheTileUnitPeakOnlyWithAmx) {
+  ThreadPool pool(1);
+  const double gops = measure_peak_amx_int8_gops(pool);
+  if (amx_support().usable()) {
+    EXPECT_GT(gops, 0.0);
+  } else {
+    EXPECT_EQ(gops, 0.0);
+  }
 }
 
 TEST(MatmulAmx, OffModeAndGgufWeightsUseVnni) {
