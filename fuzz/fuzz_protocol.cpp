@@ -129,10 +129,10 @@ void check_error(const ApiError& e) {
   check(e.type == "invalid_request_error");
   check(e.code == "invalid_value" || e.code == "context_length_exceeded" ||
         e.code == "unknown_parameter");
-  // An unknown argument is named in `param` (at most 64 bytes of it); every
-  // other error names a parameter strata knows.
+  // An unknown argument is named in `param` (at most 64 bytes of it; a key
+  // "" gives an empty one); every other error names a parameter strata knows.
   if (e.code == "unknown_parameter") {
-    check(!e.param.empty() && e.param.size() <= 64);
+    check(e.param.size() <= 64);
   } else {
     check(known_params().count(e.param) == 1);
   }

@@ -135,9 +135,17 @@ std::optional<ApiError> refuse_unimplemented(const json& b) {
   return std::nullopt;
 }
 
-// Any other field is refused by name: a typo or a feature strata lacks must
-// not be answered as if it were absent.
-// A field outside `own` is refused by name.
+// OpenAI's answer to an unknown argument: the name is in `param` only (at
+// most 64 bytes of it; messages never echo what the client sent).
+ApiError unknown_argument(const std::string& key) {
+  ApiError e = invalid_param(key.size() <= 64 ? key : key.substr(0, 64),
+                             "Unrecognized request argument (strata does not implement it).");
+  e.code = "unknown_parameter";
+  return e;
+}
+
+// Any field outside `own` is refused by name: a typo or a feature strata
+// lacks must not be answered as if it were absent.
 std::optional<ApiError> refuse_unknown_fields(const json& b,
                                               std::initializer_list<std::string_view> own) {
   for (auto it = b.begin(); it != b.end(); ++it) {
@@ -145,8 +153,7 @@ std::optional<ApiError> refuse_unknown_fields(const json& b,
     if (std::any_of(own.begin(), own.end(), [&](std::string_view k) { return k == key; })) {
       continue;
     }
-    if (key.size() > 64) return invalid_param("", "Unknown field (name too long).");
-    return invalid_param(key, "Unknown field '" + key + "'; strata does not implement it.");
+    return unknown_argument(key);
   }
   return std::nullopt;
 }
@@ -184,12 +191,7 @@ std::optional<ApiError> refuse_unknown(const json& b, std::initializer_list<std:
         std::any_of(own.begin(), own.end(), matches)) {
       continue;
     }
-    // OpenAI's answer to an unknown argument; the name is in `param` only
-    // (messages never echo what the client sent).
-    ApiError e = invalid_param(key.size() <= 64 ? key : key.substr(0, 64),
-                               "Unrecognized request argument (strata does not implement it).");
-    e.code = "unknown_parameter";
-    return e;
+    return unknown_argument(key);
   }
   return std::nullopt;
 }
