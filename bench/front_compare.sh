@@ -18,6 +18,10 @@ engine_flags=(--max-num-seqs 256 --kv-cache-memory 64MiB -t 2 --log-interval 0)
 grep -m1 "model name" /proc/cpuinfo | sed 's/.*: /cpu: /'
 
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+# The process's CPU time (user + system) in clock ticks: on a shared machine
+# CPU seconds per output token compare the fronts more robustly than wall
+# throughput does.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -74,7 +78,7 @@ start_server() {  # BIN LOGFILE -> sets pid, port
 }
 
 # Memory: the front's share is the growth over the idle process.
-for which in old new; do
+[ "${SKIP_MEMORY:-0}" = 1 ] || for which in old new; do
   bin=$old; [ "$which" = new ] && bin=$new
   start_server "$bin" "$out/$which.log"
   echo "== $which ($bin)"
@@ -100,9 +104,15 @@ for r in $(seq 1 "$rounds"); do
     bin=$old; [ "$which" = new ] && bin=$new
     start_server "$bin" "$out/$which-r$r.log"
     for c in 64 256; do
+      t0=$(cpu_ticks $pid)
       "$new" bench serve --base-url "http://127.0.0.1:$port" --dataset-name random \
         --input-len 32 --output-len 96 --num-prompts $((c * 3)) --max-concurrency $c \
         --num-warmups 2 >"$out/$which-c$c-r$r.txt" 2>&1 || true
+      t1=$(cpu_ticks $pid)
+      # Output tokens generated: prompts x 96 (+ warmups), ignore_eos.
+      echo "server_cpu_ms_per_1k_tokens $(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" \
+        -v n=$(((c * 3 + 2) * 96)) 'BEGIN {printf "%.1f", 1000 * d / hz * 1000 / n}')" \
+        >>"$out/$which-c$c-r$r.txt"
     done
     kill -TERM $pid
     wait $pid || true
@@ -114,7 +124,9 @@ for c in 64 256; do
       awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
     itl=$(grep -h "P99 ITL" "$out"/$which-c$c-r*.txt | awk '{print $NF}' | sort -n |
       awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-    echo "c=$c $which: output tok/s median $tput, p99 ITL median $itl ms ($rounds rounds)"
+    cpu=$(grep -h "server_cpu_ms_per_1k_tokens" "$out"/$which-c$c-r*.txt | awk '{print $NF}' |
+      sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    echo "c=$c $which: output tok/s median $tput, p99 ITL median $itl ms, server CPU $cpu ms per 1k output tokens ($rounds rounds)"
   done
 done
 echo "results in $out"
