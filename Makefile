@@ -18,8 +18,11 @@ $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR=$(STRATA_WERROR) \
 	  $(CMAKE_FLAGS)
 
-# Binary at build/strata.
+# Binary at build/strata. A build directory `make serve` configured has the
+# tests and benchmarks off: turned on here.
 build: deps $(BUILD)/build.ninja
+	@if grep -q '^STRATA_BUILD_TESTS:BOOL=OFF' $(BUILD)/CMakeCache.txt; then \
+	  cmake -S . -B $(BUILD) -DSTRATA_BUILD_TESTS=ON -DSTRATA_BUILD_BENCH=ON; fi
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Test and default models, generated (seeded, deterministic) by the tiny-model writer.
@@ -53,8 +56,15 @@ check-tsan: deps
 
 # The OpenAI-compatible server on the bundled demo model (models/default.gguf),
 # at http://127.0.0.1:8000 (override: make serve SERVE_ARGS="--port 9000 -m X.gguf").
+# Installs only the build and runtime packages and builds only build/strata
+# (a fresh build directory is configured without tests and benchmarks).
 SERVE_ARGS ?=
-serve: build models
+serve:
+	@./scripts/install-deps.sh --serve
+	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DSTRATA_WERROR=$(STRATA_WERROR) -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCH=OFF \
+	  $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target strata
 	$(BUILD)/strata serve $(SERVE_ARGS)
 
 bench: build models

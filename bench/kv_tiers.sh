@@ -99,7 +99,8 @@ start_server() {
   local name=$1; shift
   local log=$WORK/$name.log
   "$STRATA" serve -m "$MODEL" --port 0 --log-interval 0 -t "$THREADS" \
-    --kv-cache-memory "$POOL_BYTES" --max-model-len "$MAX_LEN" --served-model-name kv \
+    --kv-cache-memory "$POOL_BYTES" --max-model-len "$MAX_LEN" --allow-long-max-model-len \
+    --served-model-name kv \
     --max-prefill-tokens 0 --kv-chunk-tokens "$CHUNK_TOKENS" "$@" >"$log" 2>&1 &
   PID=$!
   PIDS+=("$PID")

@@ -50,7 +50,7 @@ const pct = (xs, q) => {
 
 async function runServer() {
   const proc = spawn(bin, ['serve', '-m', modelPath, '--port', '0', '--log-interval', '0',
-    '-t', threads, '--max-model-len', String(inputLen + outputLen + 16)],
+    '-t', threads, '--max-model-len', String(inputLen + outputLen + 16), '--allow-long-max-model-len'],
   { stdio: ['ignore', 'ignore', 'pipe'] });
   const url = await new Promise((resolve, reject) => {
     let err = '';

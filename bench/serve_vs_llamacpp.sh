@@ -66,7 +66,7 @@ run_load() {  # name url concurrency num_prompts input output
 serve_strata() {  # name concurrency num_prompts input output
   PORT=$((PORT + 1))
   "$STRATA" serve -m "$MODEL" --port $PORT -t "$THREADS" --kv-cache-memory "$KV_BYTES" \
-    --max-model-len "$CTX" --log-interval 0 >"$OUT/strata-$1.log" 2>&1 &
+    --max-model-len "$CTX" --allow-long-max-model-len --log-interval 0 >"$OUT/strata-$1.log" 2>&1 &
   local pid=$!
   SERVER_PID=$pid
   wait_up "http://127.0.0.1:$PORT" $pid || { cat "$OUT/strata-$1.log"; exit 1; }

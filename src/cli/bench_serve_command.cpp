@@ -67,12 +67,15 @@ Result<int32_t> resolve_vocab_size(const BenchServeOptions& opt, const json& mod
 CLI::App* add_bench_serve_command(CLI::App* bench, BenchServeOptions* o) {
   auto* c = bench->add_subcommand(
       "serve", "Load-test an OpenAI-compatible server: TTFT, TPOT, ITL, throughput, goodput");
-  c->add_option("--base-url", o->base_url)->capture_default_str();
+  c->add_option("--base-url", o->base_url,
+                "Server to load (default: `strata serve`'s http://127.0.0.1:8000)")
+      ->capture_default_str();
   c->add_option("--endpoint", o->endpoint,
                 "Path of the API (default /v1/completions; multi-turn: /v1/chat/completions)");
   c->add_option("--model", o->model, "Model sent in each body (default: first of GET /v1/models)");
   c->add_option("--api-key", o->api_key, "Bearer key (default: $OPENAI_API_KEY)");
-  c->add_option("--dataset-name", o->dataset_name)
+  c->add_option("--dataset-name", o->dataset_name,
+                "Prompts: random | shared-prefix | multi-turn | jsonl (see docs/bench_serve.md)")
       ->capture_default_str()
       ->check(CLI::IsMember({"random", "shared-prefix", "multi-turn", "jsonl"}));
   c->add_option("--dataset-path", o->dataset_path, "JSONL file for --dataset-name jsonl");
@@ -101,7 +104,8 @@ CLI::App* add_bench_serve_command(CLI::App* bench, BenchServeOptions* o) {
   c->add_option("--sp-suffix-len", o->sp_suffix_len, "shared-prefix: unique tokens per prompt")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
-  c->add_option("--sp-num-prompts-per-group", o->sp_prompts_per_group)
+  c->add_option("--sp-num-prompts-per-group", o->sp_prompts_per_group,
+                "shared-prefix: prompts per group")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   c->add_option("--mt-num-sessions", o->mt_num_sessions, "multi-turn: chat sessions")
@@ -132,7 +136,7 @@ CLI::App* add_bench_serve_command(CLI::App* bench, BenchServeOptions* o) {
   c->add_option("--num-warmups", o->num_warmups, "Requests sent before the clock starts")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
-  c->add_option("--temperature", o->temperature)
+  c->add_option("--temperature", o->temperature, "Sampling temperature of every request")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 2.0));
   c->add_flag("!--no-ignore-eos", o->ignore_eos, "Let EOS end outputs early");

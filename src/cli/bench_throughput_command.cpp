@@ -72,7 +72,9 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
                           static_cast<int64_t>(opt.input_len * (1.0 + opt.random_range_ratio)) +
                           opt.output_len;
   if (options->max_model_len == 0 && longest > weights->config().context_length) {
-    options->max_model_len = longest;  // random ids: the trained context does not matter
+    // Random ids: the trained context does not matter.
+    options->max_model_len = longest;
+    options->allow_long_max_model_len = true;
   }
   Result<std::unique_ptr<EngineCore>> core_or = EngineCore::create(*weights, **tokenizer, *options);
   if (!core_or) return fail(core_or.status());

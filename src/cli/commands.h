@@ -84,7 +84,7 @@ int run_bench_throughput(const BenchThroughputOptions& opt);
 // (docs/bench_serve.md). Streams every request and reports TTFT, TPOT, ITL,
 // E2E latency, throughput and goodput like vLLM's `bench serve`.
 struct BenchServeOptions {
-  std::string base_url = "http://127.0.0.1:8080";
+  std::string base_url = "http://127.0.0.1:8000";  // `strata serve`'s default address
   std::string endpoint;  // empty = /v1/completions (multi-turn: /v1/chat/completions)
   std::string model;     // empty = the first of GET /v1/models
   std::string api_key;   // empty = $OPENAI_API_KEY
@@ -141,5 +141,29 @@ struct ServeOptions {
   EngineFlags engine;
 };
 int run_serve(const ServeOptions& opt);
+
+// `strata router`: the front for N `strata serve` replicas (router_command.cpp).
+struct RouterCommandOptions {
+  std::string model_path;
+  std::string host = "127.0.0.1";
+  int32_t port = 8000;
+  std::vector<std::string> replicas;
+  std::string replicas_file;
+  std::string policy = "cache-aware";
+  std::string api_key;
+  std::string replica_api_key;
+  int32_t probe_timeout_ms = 50;
+  int32_t max_probe_candidates = 0;
+  int32_t max_retries = 2;
+  int32_t connect_timeout_ms = 2000;
+  int32_t health_interval_ms = 1000;
+  int32_t health_timeout_ms = 1000;
+  int32_t failure_threshold = 3;
+  int32_t block_size = 16;
+  int32_t num_io_threads = 2;
+  int32_t num_worker_threads = 8;
+};
+CLI::App* add_router_command(CLI::App* app, RouterCommandOptions* opt);
+int run_router(const RouterCommandOptions& opt);
 
 }  // namespace strata::cli

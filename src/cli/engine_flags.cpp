@@ -10,7 +10,8 @@ namespace strata::cli {
 void add_engine_flags(CLI::App* app, EngineFlags* f) {
   EngineOptions& o = f->options;
   app->add_option("--kv-cache-memory", f->kv_cache_memory,
-                  "KV cache budget in bytes (suffix K/M/G[iB]); sizes the block pool")
+                  "KV cache budget in bytes (suffix K/M/G[iB]); sizes the block pool. auto = "
+                  "what --max-num-seqs requests of --max-model-len tokens can fill, at most 2GiB")
       ->capture_default_str();
   app->add_option("--block-size", o.block_size, "Tokens per KV block")
       ->capture_default_str()
@@ -45,6 +46,9 @@ void add_engine_flags(CLI::App* app, EngineFlags* f) {
                   "Longest prompt + output; 0 = the model's context length")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  app->add_flag("--allow-long-max-model-len", o.allow_long_max_model_len,
+                "Accept a --max-model-len beyond the model's trained context (positions past it "
+                "are untrained)");
   app->add_option("-t,--threads", o.num_threads, "Kernel threads; 0 = all cores")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
@@ -119,7 +123,11 @@ std::string format_byte_size(size_t bytes) {
 
 Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   EngineOptions o = f.options;
-  STRATA_ASSIGN_OR_RETURN(o.kv_cache_memory_bytes, parse_byte_size(f.kv_cache_memory));
+  if (f.kv_cache_memory == "auto") {
+    o.kv_cache_memory_bytes = 0;
+  } else {
+    STRATA_ASSIGN_OR_RETURN(o.kv_cache_memory_bytes, parse_byte_size(f.kv_cache_memory));
+  }
   STRATA_ASSIGN_OR_RETURN(o.policy, parse_scheduling_policy(f.policy));
   o.enable_prefix_caching = !f.no_prefix_caching;
   auto parse = [](const char* flag, const std::string& text, size_t* out) -> Status {

@@ -1,7 +1,7 @@
 // Engine flags: adds every knob of EngineOptions (--kv-cache-memory,
 // --block-size, --max-num-batched-tokens, --max-prefill-tokens,
 // --prefill-attention-cost, --max-num-seqs, --policy, --priority-aging,
-// --max-model-len, -t/--threads, --no-prefix-caching, and the KV tiers:
+// --max-model-len, --allow-long-max-model-len, -t/--threads, --no-prefix-caching, and the KV tiers:
 // --kv-chunk-tokens, --kv-cpu-bytes, --kv-disk-dir, --kv-disk-bytes,
 // --kv-remote, --kv-remote-password, --kv-remote-timeout,
 // --kv-max-pending-store-bytes) to a CLI11 subcommand, so `strata bench
@@ -31,7 +31,7 @@ std::string format_byte_size(size_t bytes);
 // parsed by to_engine_options().
 struct EngineFlags {
   EngineOptions options;
-  std::string kv_cache_memory = format_byte_size(EngineOptions{}.kv_cache_memory_bytes);
+  std::string kv_cache_memory = "auto";  // EngineOptions' 0
   std::string policy = scheduling_policy_name(EngineOptions{}.policy);
   bool no_prefix_caching = !EngineOptions{}.enable_prefix_caching;
   std::string kv_cpu_bytes = format_byte_size(KvTierOptions{}.cpu_bytes);  // 0 = RAM tier off

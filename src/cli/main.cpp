@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/flag_suggestion.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"strata: an LLM serving engine"};
@@ -38,12 +39,18 @@ int main(int argc, char** argv) {
   gen_cmd->add_option("--top-k", gen.top_k, "0 = off")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  gen_cmd->add_option("--top-p", gen.top_p)->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
-  gen_cmd->add_option("--min-p", gen.min_p)->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
-  gen_cmd->add_option("--repetition-penalty", gen.repetition_penalty)
+  gen_cmd->add_option("--top-p", gen.top_p, "Nucleus sampling: the smallest set of this mass")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0f, 1.0f));
+  gen_cmd->add_option("--min-p", gen.min_p, "Drop tokens below this fraction of the top one")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0f, 1.0f));
+  gen_cmd
+      ->add_option("--repetition-penalty", gen.repetition_penalty,
+                   "Divides the logits of tokens seen so far; 1 = off")
       ->capture_default_str()
       ->check(CLI::Range(0.01f, 100.0f));
-  gen_cmd->add_option("--seed", gen.seed)->capture_default_str();
+  gen_cmd->add_option("--seed", gen.seed, "Sampling seed")->capture_default_str();
   gen_cmd->add_option("-t,--threads", gen.num_threads, "0 = all cores")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
@@ -76,13 +83,13 @@ int main(int argc, char** argv) {
   auto* bt_cmd = bench_cmd->add_subcommand(
       "throughput", "Offline serving throughput: requests/s and tokens/s through the engine");
   bt_cmd->add_option("-m,--model", bt.model_path, "GGUF file (default: the bundled model)");
-  bt_cmd->add_option("--num-prompts", bt.num_prompts)
+  bt_cmd->add_option("--num-prompts", bt.num_prompts, "Requests")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   bt_cmd->add_option("--input-len", bt.input_len, "Unique prompt tokens per request")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  bt_cmd->add_option("--output-len", bt.output_len)
+  bt_cmd->add_option("--output-len", bt.output_len, "Tokens generated per request")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   bt_cmd->add_option("--prefix-len", bt.prefix_len, "Prompt tokens shared by every request")
@@ -96,7 +103,7 @@ int main(int argc, char** argv) {
                    "Input lengths uniform in input-len * [1 - r, 1 + r]")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  bt_cmd->add_option("--seed", bt.seed)->capture_default_str();
+  bt_cmd->add_option("--seed", bt.seed, "Seeds the prompts")->capture_default_str();
   bt_cmd->add_flag("--json", bt.json, "One JSON line instead of a table");
   strata::cli::add_engine_flags(bt_cmd, &bt.engine);
   strata::cli::BenchServeOptions bs;
@@ -104,8 +111,10 @@ int main(int argc, char** argv) {
 
   strata::cli::ServeOptions serve;
   auto* serve_cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
-  serve_cmd->add_option("-m,--model", serve.model_path, "GGUF file (default: the bundled model)");
-  serve_cmd->add_option("--host", serve.server.host)->capture_default_str();
+  // `strata serve MODEL` as `vllm serve MODEL`; -m MODEL as the other commands.
+  serve_cmd->add_option("model,-m,--model", serve.model_path,
+                        "GGUF file (default: the bundled model)");
+  serve_cmd->add_option("--host", serve.server.host, "Address to listen on")->capture_default_str();
   serve_cmd->add_option("--port", serve.server.port, "0 = any free port")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
@@ -117,7 +126,10 @@ int main(int argc, char** argv) {
                    "Requests held beyond --max-num-seqs before 429")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
-  serve_cmd->add_option("--max-body-bytes", serve.max_body_bytes)->capture_default_str();
+  serve_cmd
+      ->add_option("--max-body-bytes", serve.max_body_bytes,
+                   "Largest request body (suffix K/M/G[iB]); larger ones get 413")
+      ->capture_default_str();
   serve_cmd->add_option("--header-timeout", serve.server.header_timeout_s, "Seconds")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
@@ -137,9 +149,20 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   serve_cmd
-      ->add_option("--http-threads", serve.server.num_http_threads, "Connections served at once")
+      ->add_option("--http-threads", serve.server.num_http_threads,
+                   "HTTP I/O threads (each serves many connections)")
       ->capture_default_str()
-      ->check(CLI::Range(4, 65536));
+      ->check(CLI::Range(1, 64));
+  serve_cmd
+      ->add_option("--http-worker-threads", serve.server.num_worker_threads,
+                   "Threads that parse and tokenize request bodies")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  serve_cmd
+      ->add_option("--max-connections", serve.server.max_connections,
+                   "Open connections; past it a new one gets 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   serve_cmd
       ->add_option("--drain-timeout", serve.drain_timeout_s,
                    "Seconds in-flight requests get after SIGTERM")
@@ -150,7 +173,19 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 3600.0));
   strata::cli::add_engine_flags(serve_cmd, &serve.engine);
 
-  CLI11_PARSE(app, argc, argv);
+  strata::cli::RouterCommandOptions router;
+  auto* router_cmd = strata::cli::add_router_command(&app, &router);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // A mistyped flag or command gets the closest name; other errors
+    // (--help, bad values) CLI11's own message.
+    const std::string unknown = strata::cli::unknown_argument_message(app);
+    if (unknown.empty() || e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "error: %s\n", unknown.c_str());
+    return e.get_exit_code();
+  }
   if (*serve_cmd && serve.server.api_key.empty()) {
     if (const char* key = std::getenv("STRATA_API_KEY")) serve.server.api_key = key;
   }
@@ -162,5 +197,6 @@ int main(int argc, char** argv) {
   if (*bt_cmd) return strata::cli::run_bench_throughput(bt);
   if (*bs_cmd) return strata::cli::run_bench_serve(bs);
   if (*serve_cmd) return strata::cli::run_serve(serve);
+  if (*router_cmd) return strata::cli::run_router(router);
   return 1;
 }

@@ -1,7 +1,8 @@
 // `strata serve`: loads the model, starts the engine and the OpenAI server,
-// and drains on SIGTERM/SIGINT: the listener keeps answering (503 for new
-// generations, /health 503) while in-flight requests finish, up to
-// --drain-timeout seconds, then it closes and the process exits.
+// and drains on SIGTERM/SIGINT: the listener closes (open connections get
+// 503 for new generations, /health 503) while in-flight requests finish, up
+// to --drain-timeout seconds; the rest are aborted (their clients get a
+// final error), and the process exits 0.
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,7 +15,9 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/startup_log.h"
 #include "engine/engine.h"
+#include "http/http_server.h"
 #include "model/model_weights.h"
 #include "server/openai_server.h"
 #include "tokenizer/tokenizer.h"
@@ -47,6 +50,7 @@ int run_serve(const ServeOptions& opt) {
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  const auto start = std::chrono::steady_clock::now();
   const std::string path = opt.model_path.empty() ? default_model_path() : opt.model_path;
   Result<ModelWeights> weights = ModelWeights::open(path);
   if (!weights) return fail(weights.status());
@@ -58,11 +62,23 @@ int run_serve(const ServeOptions& opt) {
   if (!max_body) return fail(max_body.status());
   Result<std::unique_ptr<Engine>> engine = Engine::create(*weights, **tokenizer, *engine_options);
   if (!engine) return fail(engine.status());
+  std::fprintf(stderr, "[serve] engine ready in %.2f s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  for (const std::string& line : startup_log_lines(path, *weights, **engine)) {
+    std::fprintf(stderr, "[serve] %s\n", line.c_str());
+  }
 
   server::ServerOptions so = opt.server;
   so.served_model_name = opt.served_model_name.empty() ? std::filesystem::path(path).stem().string()
                                                        : opt.served_model_name;
   so.max_body_bytes = *max_body;
+  // Every connection is a descriptor: the default soft limit (often 1024)
+  // would refuse connections long before --max-connections.
+  const uint64_t wanted_fds = static_cast<uint64_t>(so.max_connections) + 256;
+  if (Result<uint64_t> fds = http::raise_open_file_limit(wanted_fds); !fds) {
+    std::fprintf(stderr, "[serve] warning: %s; --max-connections %d will not be reached\n",
+                 fds.status().message().c_str(), so.max_connections);
+  }
   server::OpenAiServer server(**engine, **tokenizer, so);
   if (Status s = server.bind(); !s.is_ok()) return fail(s);
   if (server.chat_template().is_fallback()) {
@@ -91,13 +107,11 @@ int run_serve(const ServeOptions& opt) {
     }
     const int sig = b;
     std::fprintf(stderr, "[serve] signal %d: draining (up to %d s)\n", sig, drain_timeout_s);
-    server.begin_drain();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(drain_timeout_s);
-    while (server.num_in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const int64_t num_aborted = server.drain(std::chrono::seconds(drain_timeout_s));
+    if (num_aborted > 0) {
+      std::fprintf(stderr, "[serve] drain timeout: aborted %lld requests\n",
+                   static_cast<long long>(num_aborted));
     }
-    std::fprintf(stderr, "[serve] stopping with %lld requests in flight\n",
-                 static_cast<long long>(server.num_in_flight()));
     server.stop();
   });
   server.serve();

@@ -40,6 +40,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
                                                        std::unique_ptr<KvConnector> connector) {
   STRATA_RETURN_IF_ERROR(options.validate());
   const ModelConfig& config = weights.config();
+  STRATA_RETURN_IF_ERROR(options.check_model(config));
   if (tokenizer.vocab_size() > config.vocab_size) {
     return invalid_argument("engine: the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
                             " tokens but the model only " + std::to_string(config.vocab_size));
@@ -51,9 +52,9 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
   for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
     if (tokenizer.is_eog(id)) c.eog_ids_.push_back(id);
   }
-  STRATA_ASSIGN_OR_RETURN(
-      KvStorage storage,
-      KvStorage::create_for_budget(config, options.block_size, options.kv_cache_memory_bytes));
+  STRATA_ASSIGN_OR_RETURN(KvStorage storage, KvStorage::create_for_budget(
+                                                 config, options.block_size,
+                                                 options.resolved_kv_cache_memory_bytes(config)));
   c.kv_storage_ = std::make_unique<KvStorage>(std::move(storage));
   c.pool_ = std::make_unique<ThreadPool>(
       options.num_threads > 0
@@ -123,14 +124,18 @@ void EngineCore::admit_now(GenerationRequest request, std::shared_ptr<RequestStr
   RequestId source_id = 0;
   for (int32_t i = 0; i < request.n; ++i) {
     const RequestId id = next_request_id_++;
-    ChoiceSpec c{stream,
-                 i,
-                 request.min_tokens,
-                 request.sampling.num_logprobs > 0,
-                 request.stop,
-                 arrival_ns,
-                 static_cast<int64_t>(request.prompt_tokens.size()),
-                 i == 0 ? num_connector_tokens : 0};
+    ChoiceSpec c;
+    c.stream = stream;
+    c.index = i;
+    c.min_tokens = request.min_tokens;
+    c.wants_logprobs = request.sampling.num_logprobs > 0;
+    c.stop = request.stop;
+    c.stop_token_ids = request.stop_token_ids;
+    c.include_stop_str_in_output = request.include_stop_str_in_output;
+    c.skip_special_tokens = request.skip_special_tokens;
+    c.arrival_ns = arrival_ns;
+    c.num_prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size());
+    c.num_connector_tokens = i == 0 ? num_connector_tokens : 0;
     outputs_->add_choice(id, std::move(c));
     RequestSpec spec;
     spec.id = id;

@@ -76,7 +76,7 @@ struct StepStats {
 
 class EngineCore {
  public:
-  // Sizes the KV pool from options.kv_cache_memory_bytes. `metrics` and
+  // Sizes the KV pool from options.resolved_kv_cache_memory_bytes(). `metrics` and
   // `clock` may be null (no metrics; the steady clock). `connector`, when
   // given, replaces the one options.kv_tiers would create (tests inject
   // fakes and faulty tiers).

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "runtime/kv_storage.h"
 
 namespace strata {
 namespace {
@@ -29,7 +32,6 @@ Status EngineOptions::validate() const {
   if (block_size < 1 || block_size > 1024) {
     return invalid_argument("engine: --block-size must be in [1, 1024]");
   }
-  if (kv_cache_memory_bytes == 0) return invalid_argument("engine: --kv-cache-memory must be > 0");
   if (max_num_batched_tokens < 1) {
     return invalid_argument("engine: --max-num-batched-tokens must be >= 1");
   }
@@ -60,8 +62,31 @@ Status EngineOptions::validate() const {
   return Status::ok();
 }
 
+Status EngineOptions::check_model(const ModelConfig& config) const {
+  if (max_model_len > config.context_length && !allow_long_max_model_len) {
+    return invalid_argument("engine: --max-model-len " + std::to_string(max_model_len) +
+                            " exceeds the model's trained context of " +
+                            std::to_string(config.context_length) +
+                            " tokens (positions past it are untrained); lower it, or pass "
+                            "--allow-long-max-model-len to use it anyway");
+  }
+  return Status::ok();
+}
+
 int64_t EngineOptions::resolved_max_model_len(const ModelConfig& config) const {
   return max_model_len > 0 ? max_model_len : config.context_length;
+}
+
+size_t EngineOptions::resolved_kv_cache_memory_bytes(const ModelConfig& config) const {
+  if (kv_cache_memory_bytes > 0) return kv_cache_memory_bytes;
+  const int64_t blocks_per_request =
+      (resolved_max_model_len(config) + block_size - 1) / std::max(block_size, 1);
+  // In doubles: max_num_seqs x blocks x bytes can exceed size_t's range.
+  const double usable_bytes = static_cast<double>(max_num_seqs) *
+                              static_cast<double>(blocks_per_request) *
+                              static_cast<double>(KvStorage::bytes_per_block(config, block_size));
+  if (usable_bytes >= static_cast<double>(kMaxAutoKvCacheBytes)) return kMaxAutoKvCacheBytes;
+  return std::max<size_t>(1, static_cast<size_t>(usable_bytes));
 }
 
 SchedulerOptions EngineOptions::scheduler_options(const ModelConfig& config) const {

@@ -18,10 +18,14 @@ struct EngineOptions {
   // Tokens per KV block (--block-size). 1..1024.
   int32_t block_size = 16;
   // Bytes of KV cache across all layers (--kv-cache-memory). The pool holds
-  // as many blocks as fit; it is never sized from max_model_len x
-  // max_num_seqs. 2 GiB holds ~93k tokens of a TinyLlama-1.1B-shaped model
-  // (fp16 K/V, 22 layers, 4 KV heads of 64) and ~1/10 of a 24 GiB host.
-  size_t kv_cache_memory_bytes = size_t{2} << 30;
+  // as many blocks as fit. 0 = auto: what max_num_seqs requests of
+  // max_model_len tokens can fill, at most kMaxAutoKvCacheBytes (see
+  // resolved_kv_cache_memory_bytes), so a small model or a short context
+  // does not reserve memory no request can use.
+  size_t kv_cache_memory_bytes = 0;
+  // The auto budget's cap: 2 GiB holds ~93k tokens of a TinyLlama-1.1B-shaped
+  // model (fp16 K/V, 22 layers, 4 KV heads of 64), ~1/10 of a 24 GiB host.
+  static constexpr size_t kMaxAutoKvCacheBytes = size_t{2} << 30;
   // Most tokens one step computes, decodes and prefill chunks together
   // (--max-num-batched-tokens); also caps the running requests (each needs
   // its decode token every step), so it is >= max_num_seqs by default. A
@@ -44,6 +48,11 @@ struct EngineOptions {
   int32_t max_num_seqs = 256;
   // Longest prompt + output (--max-model-len); 0 = the model's context length.
   int64_t max_model_len = 0;
+  // Whether max_model_len may exceed the context length the model was
+  // trained for (--allow-long-max-model-len, like vLLM's
+  // VLLM_ALLOW_LONG_MAX_MODEL_LEN): positions past it are untrained, so
+  // without this check_model() refuses such a length.
+  bool allow_long_max_model_len = false;
   // Who runs first (--policy fcfs|priority).
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   // Priority aging (--priority-aging seconds; priority policy only): each
@@ -64,9 +73,16 @@ struct EngineOptions {
   KvTierOptions kv_tiers;
 
   Status validate() const;
+  // The checks that need the model: max_model_len within its trained
+  // context unless allow_long_max_model_len.
+  Status check_model(const ModelConfig& config) const;
 
   // max_model_len, or the model's context length when 0.
   int64_t resolved_max_model_len(const ModelConfig& config) const;
+  // kv_cache_memory_bytes, or when 0 the bytes of max_num_seqs requests of
+  // resolved_max_model_len tokens (whole blocks each), capped at
+  // kMaxAutoKvCacheBytes.
+  size_t resolved_kv_cache_memory_bytes(const ModelConfig& config) const;
   // The option structs of the components the engine builds, every field
   // from here (their own initializers are not defaults: they fail
   // validation until set).

@@ -36,6 +36,11 @@ struct GenerationRequest {
   // Generate past the model's end-of-generation tokens (as vLLM:
   // stop_token_ids and stop strings still apply).
   bool ignore_eos = false;
+  // The matched stop string, or the text of the stop token that ended a
+  // choice, is part of the output (vLLM's include_stop_str_in_output).
+  bool include_stop_str_in_output = false;
+  // Special tokens (control tokens such as <|im_end|>) add no text.
+  bool skip_special_tokens = true;
   // Parallel sampling: n choices share the prompt's KV blocks. 1..256.
   int32_t n = 1;
   // Lower runs first under --policy priority.

@@ -1,7 +1,8 @@
 #include "engine/metrics.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
+#include <cmath>
 
 namespace strata {
 namespace {
@@ -24,10 +25,14 @@ std::vector<double> request_bounds() {
           20.0, 30.0, 40.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 }
 
+// The shortest text that reads back as exactly `v` ("0.1", not
+// "0.10000000000000001"), in the spellings Prometheus parses for the rest.
 std::string fmt_double(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
 }
 
 class TextWriter {
@@ -55,8 +60,14 @@ class TextWriter {
     header(name, "gauge", help);
     sample(name, "", fmt_double(v));
   }
+  // A counter's samples are named `name`_total, and in the 0.0.4 text format
+  // its HELP and TYPE lines must name the samples exactly (a parser reads a
+  // sample whose name differs as a new, untyped family without help).
+  void counter_header(std::string_view name, std::string_view help) {
+    header(std::string(name) + "_total", "counter", help);
+  }
   void counter(std::string_view name, std::string_view help, int64_t v) {
-    header(name, "counter", help);
+    counter_header(name, help);
     sample(std::string(name) + "_total", "", std::to_string(v));
   }
   void histogram(std::string_view name, std::string_view help, const HistogramSnapshot& h) {
@@ -293,7 +304,7 @@ std::string Metrics::to_prometheus_text(std::string_view model_name) const {
   w.counter("num_preemptions", "Cumulative number of preemptions.", s.num_preemptions);
   w.counter("prompt_tokens", "Number of prefill tokens processed.", s.prompt_tokens);
   w.counter("generation_tokens", "Number of generation tokens processed.", s.generation_tokens);
-  w.header("request_success", "counter", "Count of successfully processed requests.");
+  w.counter_header("request_success", "Count of successfully processed requests.");
   w.sample("request_success_total", "finished_reason=\"stop\"",
            std::to_string(s.request_success_stop));
   w.sample("request_success_total", "finished_reason=\"length\"",
@@ -315,8 +326,9 @@ std::string Metrics::to_prometheus_text(std::string_view model_name) const {
   w.histogram("request_decode_time_seconds", "Histogram of time spent in the decode phase.",
               s.request_decode_time);
   if (!s.tiers.empty() || !s.prompt_tokens_cached_by_tier.empty()) {
-    w.header("prompt_tokens_cached", "counter",
-             "Prompt tokens served without compute, by source: pool (prefix cache) or a KV tier.");
+    w.counter_header(
+        "prompt_tokens_cached",
+        "Prompt tokens served without compute, by source: pool (prefix cache) or a KV tier.");
     for (const auto& [tier, n] : s.prompt_tokens_cached_by_tier) {
       w.sample("prompt_tokens_cached_total", "tier=\"" + tier + "\"", std::to_string(n));
     }
@@ -360,7 +372,11 @@ std::string Metrics::to_prometheus_text(std::string_view model_name) const {
   if (!s.tiers.empty()) {
     for (const TierCounter& c : kTierCounters) {
       const bool is_counter = std::string_view(c.type) == "counter";
-      w.header(c.name, c.type, c.help);
+      if (is_counter) {
+        w.counter_header(c.name, c.help);
+      } else {
+        w.header(c.name, c.type, c.help);
+      }
       for (const TierMetricsSnapshot& t : s.tiers) {
         w.sample(std::string(c.name) + (is_counter ? "_total" : ""), "tier=\"" + t.tier + "\"",
                  std::to_string(t.*(c.field)));

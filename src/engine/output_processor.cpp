@@ -87,13 +87,17 @@ bool OutputProcessor::handle_update(const RequestUpdate& u, const ExecutedStep& 
   TokenEvent e;
   e.choice_index = c.spec.index;
   const bool can_match = u.num_output_tokens >= c.spec.min_tokens;
+  // A stop token adds no text unless the request asked for it (vLLM).
+  const bool is_stop_token = u.has_new_token && u.finish_reason == FinishReason::kStop;
   if (u.has_new_token) {
     e.token_ids.push_back(u.new_token);
     if (c.spec.wants_logprobs) {
       auto s = executed.samples.find(u.request_id);
       if (s != executed.samples.end()) e.logprobs.push_back(s->second);
     }
-    e.text = c.matcher.feed(c.detokenizer.push(u.new_token), can_match);
+    if (!is_stop_token || c.spec.include_stop_str_in_output) {
+      e.text = c.matcher.feed(c.detokenizer.push(u.new_token), can_match);
+    }
     for (int32_t t : u.forced_tokens) {
       e.token_ids.push_back(t);
       e.text += c.matcher.feed(c.detokenizer.push(t), can_match);
@@ -104,14 +108,23 @@ bool OutputProcessor::handle_update(const RequestUpdate& u, const ExecutedStep& 
   }
 
   FinishReason reason = u.finish_reason;
+  if (is_stop_token && !c.matcher.is_stopped() &&
+      std::find(c.spec.stop_token_ids.begin(), c.spec.stop_token_ids.end(), u.new_token) !=
+          c.spec.stop_token_ids.end()) {
+    e.stop_token_id = u.new_token;
+  }
   if (c.matcher.is_stopped()) {
     reason = FinishReason::kStop;
+    e.stop_string = c.matcher.matched();
+    e.stop_token_id = -1;
   } else if (reason != FinishReason::kNone && reason != FinishReason::kError) {
     // The stream ends: release the held-back bytes (a stop string may still
     // complete in the detokenizer's last bytes).
     e.text += c.matcher.feed(c.detokenizer.flush(), can_match);
     if (c.matcher.is_stopped()) {
       reason = FinishReason::kStop;
+      e.stop_string = c.matcher.matched();
+      e.stop_token_id = -1;
     } else {
       e.text += c.matcher.finish();
     }

@@ -42,6 +42,11 @@ struct ChoiceSpec {
   int32_t min_tokens = 0;
   bool wants_logprobs = false;
   std::vector<std::string> stop;  // stop strings
+  // The request's own stop_token_ids (reported as stop_reason; the model's
+  // end-of-generation tokens are not).
+  std::vector<int32_t> stop_token_ids;
+  bool include_stop_str_in_output = false;
+  bool skip_special_tokens = true;
   int64_t arrival_ns = 0;
   int64_t num_prompt_tokens = 0;
   // Prompt tokens a KV connector supplied at admission (the rest of the
@@ -89,7 +94,9 @@ class OutputProcessor {
  private:
   struct Choice {
     Choice(const Tokenizer& tokenizer, ChoiceSpec s)
-        : spec(std::move(s)), detokenizer(tokenizer), matcher(spec.stop) {}
+        : spec(std::move(s)),
+          detokenizer(tokenizer, spec.skip_special_tokens),
+          matcher(spec.stop, spec.include_stop_str_in_output) {}
 
     ChoiceSpec spec;
     IncrementalDetokenizer detokenizer;

@@ -5,12 +5,26 @@
 namespace strata {
 
 void RequestStream::push(TokenEvent event) {
+  std::shared_ptr<const std::function<void()>> listener;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (event.is_final && num_open_choices_ > 0) --num_open_choices_;
     events_.push_back(std::move(event));
+    listener = listener_;
   }
   cv_.notify_all();
+  if (listener) (*listener)();
+}
+
+void RequestStream::set_listener(std::function<void()> listener) {
+  auto shared = std::make_shared<const std::function<void()>>(std::move(listener));
+  bool is_ready = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    listener_ = shared;
+    is_ready = !events_.empty() || num_open_choices_ == 0;
+  }
+  if (is_ready) (*shared)();
 }
 
 std::optional<TokenEvent> RequestStream::take_locked() {

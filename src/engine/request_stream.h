@@ -11,6 +11,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -48,6 +50,13 @@ class RequestStream {
   // Every choice closed (events may remain).
   bool is_closed() const;
 
+  // Event-driven consumers (the HTTP server) instead of a blocking pop():
+  // `listener` runs after every push(), on the engine's thread and outside
+  // the stream's lock, so it must be cheap and must not block (it schedules
+  // the consumer, which then drains with try_pop()). Runs once at once when
+  // events are already queued or the stream is closed. Set at most once.
+  void set_listener(std::function<void()> listener);
+
  private:
   std::optional<TokenEvent> take_locked();
 
@@ -56,6 +65,7 @@ class RequestStream {
   std::condition_variable cv_;
   std::deque<TokenEvent> events_;
   int32_t num_open_choices_;
+  std::shared_ptr<const std::function<void()>> listener_;
 };
 
 }  // namespace strata

@@ -5,7 +5,8 @@
 
 namespace strata {
 
-StopStringMatcher::StopStringMatcher(std::vector<std::string> stop_strings) {
+StopStringMatcher::StopStringMatcher(std::vector<std::string> stop_strings, bool include_stop)
+    : include_stop_(include_stop) {
   for (std::string& s : stop_strings) {
     if (!s.empty()) stops_.push_back(std::move(s));
   }
@@ -33,12 +34,18 @@ std::string StopStringMatcher::feed(std::string_view delta, bool can_match) {
   // A match can only start inside pending_: anything emitted earlier was not
   // a prefix of any stop string together with the text that followed it.
   size_t first_match = std::string::npos;
+  const std::string* match = nullptr;
   for (const std::string& s : stops_) {
-    first_match = std::min(first_match, pending_.find(s));
+    const size_t at = pending_.find(s);
+    if (at < first_match) {
+      first_match = at;
+      match = &s;
+    }
   }
-  if (first_match != std::string::npos) {
+  if (match != nullptr) {
     is_stopped_ = true;
-    std::string out = pending_.substr(0, first_match);
+    matched_ = *match;
+    std::string out = pending_.substr(0, first_match + (include_stop_ ? match->size() : 0));
     pending_.clear();
     return out;
   }

@@ -5,9 +5,9 @@
 // the start of a stop string (a suffix of the text so far that is a proper
 // prefix of some stop string) is held back until later text rules the match
 // in or out. When a stop string appears, is_stopped() becomes true and the
-// text before the earliest match is the last thing emitted; the stop string
-// and everything after it are dropped. finish() returns the held-back text
-// when the stream ends for another reason.
+// text before the earliest match is the last thing emitted (with the stop
+// string itself when include_stop is set); everything after it is dropped. finish() returns the
+// held-back text when the stream ends for another reason.
 //
 // Invariant: every emitted byte precedes any possible match, so the
 // concatenation of everything returned equals the full text truncated at the
@@ -25,11 +25,15 @@ namespace strata {
 
 class StopStringMatcher {
  public:
-  // Empty stop strings are ignored.
-  explicit StopStringMatcher(std::vector<std::string> stop_strings);
+  // Empty stop strings are ignored. `include_stop`: the matched stop string
+  // is emitted too (vLLM's include_stop_str_in_output).
+  explicit StopStringMatcher(std::vector<std::string> stop_strings, bool include_stop = false);
 
   bool has_stop_strings() const { return !stops_.empty(); }
   bool is_stopped() const { return is_stopped_; }
+  // The stop string that matched (after is_stopped()); the earliest match,
+  // and the first listed of those that start there.
+  const std::string& matched() const { return matched_; }
 
   // Appends `delta`; returns the text now safe to emit. When `can_match` is
   // false (before min_tokens) nothing is matched or held back. After a stop,
@@ -45,6 +49,8 @@ class StopStringMatcher {
 
   std::vector<std::string> stops_;
   std::string pending_;  // fed but not yet emitted
+  std::string matched_;
+  bool include_stop_ = false;
   bool is_stopped_ = false;
 };
 

@@ -34,6 +34,11 @@ struct TokenEvent {
 
   bool is_final = false;
   FinishReason finish_reason = FinishReason::kNone;  // set when is_final
+  // What ended a kStop choice, as vLLM's stop_reason: the stop string that
+  // matched, or the request's stop_token_ids entry that was sampled (-1:
+  // neither, i.e. the model's end-of-generation token).
+  std::string stop_string;
+  int32_t stop_token_id = -1;
   // For kError: what went wrong, for the client. error_code says whose
   // fault: kInvalidArgument / kResourceExhausted for a request that can
   // never be served as asked, kInternal for a fault of the server.

@@ -119,6 +119,13 @@ void GrammarMatcher::walk_uncertain(int32_t stack, const std::vector<int32_t>& n
         i = trie.node(i).subtree_end;
         continue;
       }
+      const int32_t d = trie.node(i).depth;
+      if (trie.node(i).subtree_end > i + 1 &&
+          memo_.loops_on_all(level_set_[d], trie.bytes_below(i))) {
+        for (int32_t id : trie.subtree_tokens(i)) set_bit(mask, id);
+        i = trie.node(i).subtree_end;
+        continue;
+      }
       for (int32_t id : trie.tokens_at(i)) set_bit(mask, id);
       ++i;
     }

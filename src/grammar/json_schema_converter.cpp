@@ -208,12 +208,8 @@ class Converter {
     const int32_t v = g_.ref(any_rule_);
     const int32_t sep = g_.seq({ws_, g_.bytes(","), ws_});
     const int32_t member = g_.seq({plain_string(), ws_, g_.bytes(":"), ws_, v});
-    const int32_t obj =
-        g_.seq({g_.bytes("{"), ws_, g_.optional(g_.seq({member, g_.star(g_.seq({sep, member}))})),
-                ws_, g_.bytes("}")});
-    const int32_t arr =
-        g_.seq({g_.bytes("["), ws_, g_.optional(g_.seq({v, g_.star(g_.seq({sep, v}))})), ws_,
-                g_.bytes("]")});
+    const int32_t obj = bracketed("{", g_.seq({member, g_.star(g_.seq({sep, member}))}), true, "}");
+    const int32_t arr = bracketed("[", g_.seq({v, g_.star(g_.seq({sep, v}))}), true, "]");
     g_.set_body(any_rule_, g_.alt({obj, arr, plain_string(), number_expr(), g_.bytes("true"),
                                    g_.bytes("false"), g_.bytes("null")}));
     return any_rule_;
@@ -223,9 +219,15 @@ class Converter {
     const int32_t v = g_.ref(any_value_rule());
     const int32_t sep = g_.seq({ws_, g_.bytes(","), ws_});
     const int32_t member = g_.seq({plain_string(), ws_, g_.bytes(":"), ws_, v});
-    return g_.seq({g_.bytes("{"), ws_,
-                   g_.optional(g_.seq({member, g_.star(g_.seq({sep, member}))})), ws_,
-                   g_.bytes("}")});
+    return bracketed("{", g_.seq({member, g_.star(g_.seq({sep, member}))}), true, "}");
+  }
+
+  // open ws body ws close, or (when the body may be absent) open ws close:
+  // exactly one whitespace run either way.
+  int32_t bracketed(const char* open, int32_t body, bool may_be_empty, const char* close) {
+    const int32_t full = g_.seq({g_.bytes(open), ws_, body, ws_, g_.bytes(close)});
+    if (!may_be_empty) return full;
+    return g_.alt({g_.seq({g_.bytes(open), ws_, g_.bytes(close)}), full});
   }
 
   // --- $ref ----------------------------------------------------------
@@ -682,8 +684,11 @@ class Converter {
       const int32_t member =
           g_.seq({key_excluding(names), ws_, g_.bytes(":"), ws_, g_.ref(add_rule)});
       rest = g_.star(g_.seq({sep, member}));
-      first = g_.optional(g_.seq({member, rest}));
+      first = g_.seq({member, rest});
+    } else {
+      first = g_.alt({});  // the non-empty chain's end: nothing left to write
     }
+    bool may_be_empty = true;
     // S_i: members i.. after one was written; F_i: the first written is >= i.
     for (int32_t i = static_cast<int32_t>(members.size()) - 1; i >= 0; --i) {
       const Member& m = members[i];
@@ -694,10 +699,12 @@ class Converter {
                                           : g_.seq({g_.optional(g_.seq({sep, m.expr})), s_next});
       const int32_t new_first =
           m.required ? g_.seq({m.expr, s_next}) : g_.alt({g_.seq({m.expr, s_next}), first});
+      if (m.required) may_be_empty = false;
       rest = new_rest;
       first = new_first;
     }
-    return g_.seq({g_.bytes("{"), ws_, first, ws_, g_.bytes("}")});
+    // `first` writes at least one member; the empty object is its own case.
+    return bracketed("{", first, may_be_empty, "}");
   }
 
   // --- arrays ---------------------------------------------------------
@@ -765,8 +772,7 @@ class Converter {
       elems = g_.alt({});
     }
     if (max == 0) elems = g_.alt({});
-    const int32_t body = min == 0 ? g_.optional(elems) : elems;
-    return g_.seq({g_.bytes("["), ws_, body, ws_, g_.bytes("]")});
+    return bracketed("[", elems, min == 0, "]");
   }
 
   // --- strings --------------------------------------------------------

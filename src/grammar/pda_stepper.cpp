@@ -69,6 +69,7 @@ int32_t StackSetMemo::intern(StackSet s) {
   if (inserted) {
     sets_.push_back(std::move(s));
     trans_.resize(sets_.size() * 256, kUnknown);
+    loops_.emplace_back();
   }
   return it->second;
 }
@@ -81,9 +82,24 @@ int32_t StackSetMemo::step(int32_t id, uint8_t b) {
   return r;
 }
 
+bool StackSetMemo::loops_on_all(int32_t id, const uint64_t* bytes) {
+  for (int w = 0; w < 4; ++w)
+    if (bytes[w] & loops_[id].no[w]) return false;
+  for (int w = 0; w < 4; ++w) {
+    for (uint64_t unknown = bytes[w] & ~loops_[id].yes[w]; unknown; unknown &= unknown - 1) {
+      const int b = w * 64 + __builtin_ctzll(unknown);
+      const bool loops = next(id, static_cast<uint8_t>(b)) == id;  // may grow loops_
+      (loops ? loops_[id].yes : loops_[id].no)[w] |= uint64_t{1} << (b & 63);
+      if (!loops) return false;
+    }
+  }
+  return true;
+}
+
 void StackSetMemo::clear() {
   sets_.clear();
   trans_.clear();
+  loops_.clear();
   ids_.clear();
 }
 

@@ -70,6 +70,10 @@ class StackSetMemo {
     const int32_t t = trans_[static_cast<size_t>(id) * 256 + b];
     return t != kUnknown ? t : step(id, b);
   }
+  // Whether reading any byte of `bytes` (256 bits) from set `id` leads
+  // back to `id` itself (so a whole trie subtree over those bytes is
+  // accepted). Memoized per set and byte.
+  bool loops_on_all(int32_t id, const uint64_t* bytes);
   const StackSet& set(int32_t id) const { return sets_[id]; }
   bool is_dead(int32_t id) const { return sets_[id].is_dead(); }
   bool bottom_popped(int32_t id) const { return sets_[id].bottom_popped; }
@@ -82,6 +86,10 @@ class StackSetMemo {
   PdaStepper* stepper_;
   std::vector<StackSet> sets_;
   std::vector<int32_t> trans_;  // [set][byte]
+  struct Loops {
+    uint64_t yes[4] = {0, 0, 0, 0}, no[4] = {0, 0, 0, 0};
+  };
+  std::vector<Loops> loops_;  // [set]: bytes known to loop / not
   std::unordered_map<std::string, int32_t> ids_;
   StackSet scratch_;
 };

@@ -51,6 +51,12 @@ PositionMask TokenMaskCache::compute(int32_t pos) const {
       i = nd.subtree_end;
       continue;
     }
+    if (nd.subtree_end > i + 1 && sets.loops_on_all(state[d], trie.bytes_below(i))) {
+      // Every descendant is reached in this same live set: all accepted.
+      for (int32_t id : trie.subtree_tokens(i)) accepted.push_back(id);
+      i = nd.subtree_end;
+      continue;
+    }
     for (int32_t id : trie.tokens_at(i)) accepted.push_back(id);
     ++i;
   }

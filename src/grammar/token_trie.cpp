@@ -84,6 +84,13 @@ TokenTrie::TokenTrie(std::vector<std::string> token_bytes, const std::vector<int
     token_ids_.insert(token_ids_.end(), at[i].begin(), at[i].end());
     nodes_[i].token_end = static_cast<int32_t>(token_ids_.size());
   }
+  bytes_below_.assign(nodes_.size() * 4, 0);
+  for (size_t i = nodes_.size() - 1; i > 0; --i) {
+    uint64_t* p = bytes_below_.data() + 4 * static_cast<size_t>(nodes_[i].parent);
+    const uint64_t* c = bytes_below_.data() + 4 * i;
+    for (int w = 0; w < 4; ++w) p[w] |= c[w];
+    p[nodes_[i].byte >> 6] |= uint64_t{1} << (nodes_[i].byte & 63);
+  }
 }
 
 std::shared_ptr<const TokenTrie> TokenTrie::from_tokenizer(const Tokenizer& tokenizer) {

@@ -47,6 +47,15 @@ class TokenTrie {
     return {token_ids_.data() + nodes_[i].token_begin,
             static_cast<size_t>(nodes_[i].token_end - nodes_[i].token_begin)};
   }
+  // Every token of node i's subtree (node i included), in DFS order.
+  std::span<const int32_t> subtree_tokens(int32_t i) const {
+    const int32_t last = nodes_[i].subtree_end - 1;
+    return {token_ids_.data() + nodes_[i].token_begin,
+            static_cast<size_t>(nodes_[last].token_end - nodes_[i].token_begin)};
+  }
+  // The bytes on the edges below node i (256 bits): a walk whose state
+  // loops on all of them accepts the whole subtree without visiting it.
+  const uint64_t* bytes_below(int32_t i) const { return bytes_below_.data() + 4 * size_t(i); }
   const std::string& token_bytes(int32_t id) const { return token_bytes_[id]; }
   // Whether the id is in the trie (a grammar may allow it).
   bool is_matchable(int32_t id) const { return matchable_[id]; }
@@ -64,6 +73,7 @@ class TokenTrie {
   std::vector<bool> matchable_;
   std::vector<Node> nodes_;
   std::vector<int32_t> token_ids_;
+  std::vector<uint64_t> bytes_below_;  // [node][4]
   std::vector<int32_t> eog_ids_;
 };
 

@@ -1,6 +1,8 @@
 #include "http/response_channel.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 
@@ -80,8 +82,16 @@ std::string ResponseChannel::format_head(int status, std::string_view content_ty
   }
   if (!keep_alive_) {
     h.append("Connection: close\r\n");
-  } else if (context_.version_minor == 0) {
-    h.append("Connection: keep-alive\r\n");
+  } else {
+    if (context_.version_minor == 0) h.append("Connection: keep-alive\r\n");
+    // How long an idle connection stays open: clients that honour it (Node's
+    // undici, Python's urllib3 pools) stop reusing a connection before the
+    // server closes it, instead of racing the close with a new request.
+    const auto idle_s =
+        std::chrono::duration_cast<std::chrono::seconds>(core_->options.idle_timeout).count();
+    n = std::snprintf(line, sizeof(line), "Keep-Alive: timeout=%lld\r\n",
+                      static_cast<long long>(std::max<int64_t>(1, idle_s)));
+    h.append(line, static_cast<size_t>(n));
   }
   for (const Header& x : headers) {
     h.append(x.name);

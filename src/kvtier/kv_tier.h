@@ -37,6 +37,9 @@ class KvTier {
   virtual Result<KvChunkHandle> get(const ChunkKey& key) = 0;
   virtual Status remove(const ChunkKey& key) = 0;
   virtual TierStats stats() const = 0;
+  // Whether the tier answers now (Redis: PING), asked once at start-up so
+  // the log says which tiers are reachable; local tiers always are.
+  virtual Status ping() { return Status::ok(); }
 };
 
 // Whether a Status from a tier operation is a fault of the tier (the manager

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <string>
 
 #include "kvtier/disk_tier.h"
 #include "kvtier/ram_tier.h"
@@ -14,6 +16,14 @@ int64_t steady_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// "8 GiB", "512 MiB": a capacity for the start-up log.
+std::string capacity_text(size_t bytes) {
+  if (bytes >= (size_t{1} << 30) && bytes % (size_t{1} << 30) == 0) {
+    return std::to_string(bytes >> 30) + " GiB";
+  }
+  return std::to_string(bytes >> 20) + " MiB";
 }
 
 }  // namespace
@@ -34,7 +44,15 @@ Result<std::unique_ptr<KvTierManager>> KvTierManager::create(const KvTierOptions
                                                options.remote_timeout_ms, max_payload_bytes));
     tiers.push_back(std::move(redis));
   }
-  return std::make_unique<KvTierManager>(std::move(tiers), options.max_pending_store_bytes);
+  std::vector<std::string> locations;
+  for (const std::unique_ptr<KvTier>& t : tiers) {
+    if (t->name() == "disk") locations.push_back(options.disk_dir);
+    if (t->name() == "redis") locations.push_back(options.remote_url);
+    if (t->name() == "ram") locations.push_back(capacity_text(options.cpu_bytes));
+  }
+  auto manager = std::make_unique<KvTierManager>(std::move(tiers), options.max_pending_store_bytes);
+  manager->check_tiers(locations);
+  return manager;
 }
 
 KvTierManager::KvTierManager(std::vector<std::unique_ptr<KvTier>> tiers,
@@ -68,14 +86,55 @@ bool KvTierManager::is_tier_available(size_t i) const {
   return now >= health_[i].retry_at_ms;
 }
 
-void KvTierManager::record_result(size_t i, const Status& s) {
-  std::lock_guard<std::mutex> lock(health_mu_);
-  Health& h = health_[i];
-  if (!is_tier_fault(s)) {
-    h.num_consecutive_faults = 0;
-    h.retry_at_ms = 0;
-    return;
+void KvTierManager::log(const std::string& line) const {
+  if (health_options_.log) {
+    health_options_.log(line);
+  } else {
+    std::fprintf(stderr, "%s\n", line.c_str());
   }
+}
+
+void KvTierManager::check_tiers(const std::vector<std::string>& locations) {
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    std::string tier = "[kv] tier " + std::string(tiers_[i]->name());
+    if (i < locations.size() && !locations[i].empty()) tier += " (" + locations[i] + ")";
+    const Status s = tiers_[i]->ping();
+    // An unreachable tier starts down: requests bypass it instead of each
+    // waiting for its timeout; the line below is its "down" line.
+    record_result(i, s, /*quiet=*/true);
+    if (is_tier_fault(s)) {
+      log(tier + ": unreachable at start-up (" + s.message() + "); bypassed, retried with backoff");
+    } else {
+      log(tier + ": reachable");
+    }
+  }
+}
+
+void KvTierManager::record_result(size_t i, const Status& s, bool quiet) {
+  std::string line;
+  {
+    std::lock_guard<std::mutex> lock(health_mu_);
+    Health& h = health_[i];
+    if (!is_tier_fault(s)) {
+      if (h.num_consecutive_faults > 0 && !quiet) {
+        line = "[kv] tier " + std::string(tiers_[i]->name()) + ": back up after " +
+               std::to_string(h.num_consecutive_faults) + " failed attempt" +
+               (h.num_consecutive_faults == 1 ? "" : "s");
+      }
+      h.num_consecutive_faults = 0;
+      h.retry_at_ms = 0;
+    } else {
+      if (h.num_consecutive_faults == 0 && !quiet) {
+        line = "[kv] tier " + std::string(tiers_[i]->name()) + ": down (" + s.message() +
+               "); bypassed, retried with backoff";
+      }
+      mark_fault_locked(h);
+    }
+  }
+  if (!line.empty()) log(line);
+}
+
+void KvTierManager::mark_fault_locked(Health& h) {
   // 100 ms, 200 ms, 400 ms, ... capped.
   int64_t backoff_ms = health_options_.initial_backoff_ms;
   for (int64_t n = 0; n < h.num_consecutive_faults && backoff_ms < health_options_.max_backoff_ms;

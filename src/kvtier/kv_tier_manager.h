@@ -16,7 +16,9 @@
 // tier down: it is bypassed (reads skip it, stores to it are dropped and
 // counted) until a backoff elapses - 100 ms doubling per consecutive fault up
 // to 30 s - and then retried; a success resets the backoff. The clock is
-// injectable so tests step it.
+// injectable so tests step it. Each change of a tier's state is one log
+// line (down with the fault that took it down; back up), never one per
+// operation; create() pings every tier and logs whether it is reachable.
 //
 // Thread-safety: all public methods are thread-safe. Owns its tiers and its
 // writer thread; the destructor writes what is queued (to healthy tiers) and
@@ -31,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -45,6 +48,9 @@ struct KvTierHealthOptions {
   int64_t max_backoff_ms = 30'000;
   // Monotonic milliseconds; default: std::chrono::steady_clock.
   std::function<int64_t()> now_ms;
+  // Where the health lines go (called without locks held, from the thread
+  // whose operation changed the state); default: one line on stderr.
+  std::function<void(const std::string&)> log;
 };
 
 class KvTierManager {
@@ -80,6 +86,10 @@ class KvTierManager {
   bool memory_contains(const ChunkKey& key);
   // Waits until every queued store was written (or dropped).
   void flush();
+  // Pings every tier once (KvTier::ping) and logs one line per tier:
+  // reachable, or unreachable and bypassed from now on (as after a fault).
+  // `locations[i]`, when given, says where tier i is ("redis://h:6379").
+  void check_tiers(const std::vector<std::string>& locations);
 
  private:
   struct Health {
@@ -88,7 +98,11 @@ class KvTierManager {
   };
 
   int64_t now_ms() const;
-  void record_result(size_t i, const Status& s);
+  // Updates tier i's health from an operation's status; logs when the tier
+  // goes down or comes back, unless `quiet`.
+  void record_result(size_t i, const Status& s, bool quiet = false);
+  void log(const std::string& line) const;
+  void mark_fault_locked(Health& h);  // health_mu_ held: one more fault, backoff doubles
   void writer_loop();
   void store_in_background_tiers(const KvChunkHandle& chunk);
 

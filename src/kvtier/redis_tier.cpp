@@ -234,6 +234,13 @@ Status RedisTier::remove(const ChunkKey& key) {
   return Status::ok();
 }
 
+Status RedisTier::ping() {
+  std::lock_guard<std::mutex> lock(mu_);
+  STRATA_ASSIGN_OR_RETURN(ReplyPtr r, command_locked({"PING"}));
+  if (r->type != REDIS_REPLY_STATUS) return protocol_error_locked("PING");
+  return Status::ok();
+}
+
 TierStats RedisTier::stats() const {
   return recorder_.snapshot();
 }

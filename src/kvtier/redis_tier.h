@@ -47,6 +47,7 @@ class RedisTier final : public KvTier {
   Result<KvChunkHandle> get(const ChunkKey& key) override;
   Status remove(const ChunkKey& key) override;
   TierStats stats() const override;
+  Status ping() override;  // PING (connecting first if needed)
 
   static std::string redis_key(const ChunkKey& key);  // "strata:kv:v1:" + hex
   bool is_connected() const;

@@ -88,4 +88,25 @@ ApiError engine_error(StatusCode code, std::string message) {
   }
 }
 
+ApiError transport_error(int status, std::string_view message) {
+  std::string m(message);
+  switch (status) {
+    case 404:
+      return route_not_found();
+    case 405:
+      return make(405, std::move(m), "invalid_request_error", "method_not_allowed");
+    case 408:
+      return make(408, std::move(m), "invalid_request_error", "request_timeout");
+    case 413:
+      return make(413, std::move(m), "invalid_request_error", "request_too_large");
+    case 431:
+      return make(431, std::move(m), "invalid_request_error", "headers_too_large");
+    case 503:
+      return make(503, std::move(m), "server_error", "service_unavailable");
+    default:
+      if (status >= 500) return make(status, std::move(m), "server_error", "internal_error");
+      return make(status, std::move(m), "invalid_request_error", "bad_request");
+  }
+}
+
 }  // namespace strata::server

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "util/status.h"
 
@@ -40,5 +41,9 @@ ApiError internal_error(std::string message);  // 500, for server faults only
 // kResourceExhausted -> 503 (shutting down), anything else -> 500, with the
 // engine's message.
 ApiError engine_error(StatusCode code, std::string message);
+// What the HTTP transport answered by itself (a malformed head, a body over
+// the limit, an unknown route, a timeout, max connections), as an OpenAI
+// error body with the transport's status and one-line message.
+ApiError transport_error(int status, std::string_view message);
 
 }  // namespace strata::server

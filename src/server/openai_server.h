@@ -1,24 +1,29 @@
-// OpenAiServer: the OpenAI-compatible HTTP front of an Engine (cpp-httplib,
-// one pooled thread per connection).
+// OpenAiServer: the OpenAI-compatible HTTP front of an Engine, on strata's
+// event-driven HTTP stack (src/http: a few I/O threads, no thread per
+// connection).
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions (JSON or SSE),
 // GET /v1/models[/{id}], GET /health, GET /metrics, POST /tokenize,
-// POST /detokenize. Every error is an OpenAI error body (server/api_error.h).
+// POST /detokenize. Every error, the transport's own included (malformed
+// HTTP, 413, 431, timeouts, 404, 405), is an OpenAI error body
+// (server/api_error.h).
 //
-// Transport guards: a per-connection watchdog shuts down connections whose
-// headers or body do not arrive within their deadlines (slowloris), bodies
-// over max_body_bytes get 413, and a write timeout ends a stream whose reader
-// stalls (SSE frames go straight to the socket, so no user-space queue grows;
-// the kernel's send buffer is left to its autotuning). The accept backlog is
-// raised from httplib's 5 so that bursts of connects are not dropped. A client that disconnects
-// (seen by polling its socket between engine events) has its request aborted in the engine, all n
-// choices included.
+// Threads: the HTTP I/O threads parse, check auth and answer the cheap GET
+// routes; the parse-and-tokenize routes run on the HTTP worker threads; the
+// engine's output goes out through an EventPump (server/event_pump.h) that
+// formats the chunks of every active request as their events arrive
+// (server/generation_call.h). A client that disconnects, streaming or not,
+// has its request aborted in the engine at once.
 //
-// Borrows the Engine and Tokenizer (they must outlive it). serve() blocks;
-// begin_drain(), stop() and the accessors are thread-safe.
+// Lifecycle: bind() (a port in use is an error), serve() blocks until
+// stop(); drain(timeout) stops accepting, lets in-flight requests finish
+// for at most `timeout`, aborts the rest (their clients get a final error)
+// and returns once they are answered. Borrows the Engine and Tokenizer
+// (they must outlive it). begin_drain(), drain(), stop() and the accessors
+// are thread-safe.
 #pragma once
 
-#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,10 +52,17 @@ struct ServerOptions {
   int32_t request_timeout_s = 60;
   // Keep-alive connections idle longer than this are closed.
   int32_t idle_timeout_s = 5;
-  // A single write blocked longer than this (stalled reader) ends the stream.
+  // A write that makes no progress for this long (stalled reader) ends the
+  // connection, and its request is aborted.
   int32_t write_timeout_s = 30;
-  // HTTP worker threads: each open connection holds one.
-  int32_t num_http_threads = 512;
+  // HTTP I/O threads (each serves many connections).
+  int32_t num_http_threads = 2;
+  // Threads that parse and tokenize request bodies (the POST routes).
+  int32_t num_worker_threads = 2;
+  // Threads that format engine output into responses.
+  int32_t num_stream_threads = 1;
+  // Open connections; past it a new one gets 503 and is closed.
+  int32_t max_connections = 10000;
   // Seconds between throughput log lines; 0 = none.
   double log_interval_s = 5.0;
   ProtocolLimits limits;  // vocab_size and max_model_len are filled from the engine
@@ -63,23 +75,29 @@ class OpenAiServer {
   OpenAiServer(const OpenAiServer&) = delete;
   OpenAiServer& operator=(const OpenAiServer&) = delete;
 
-  // Binds the listening socket (port 0 picks a free one).
+  // Binds the listening socket (port 0 picks a free one). Error: "http:
+  // cannot listen on HOST:PORT: <reason>".
   Status bind();
-  int port() const { return bound_port_; }
-  // Serves until stop(); returns after the listener has closed.
+  int port() const;
+  // Starts the HTTP threads and serves until stop().
   void serve();
-  // New generation requests get 503 and /health turns 503; in-flight ones go on.
+  // Stops accepting: the listener closes, new generation requests on open
+  // connections get 503 and /health turns 503; in-flight ones go on.
   void begin_drain();
+  // begin_drain(), then waits up to `timeout` for in-flight requests to end;
+  // aborts those still running (each client gets the abort as its final
+  // error) and waits a moment for their answers to be written. Returns the
+  // number aborted.
+  int64_t drain(std::chrono::milliseconds timeout);
+  // Closes every connection and makes serve() return.
   void stop();
-  int64_t num_in_flight() const { return num_in_flight_.load(); }
+  int64_t num_in_flight() const;
   const ChatTemplate& chat_template() const { return chat_template_; }
 
  private:
   class Impl;
-  std::unique_ptr<Impl> impl_;
   ChatTemplate chat_template_;
-  std::atomic<int64_t> num_in_flight_{0};
-  int bound_port_ = 0;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace strata::server

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <iterator>
 #include <limits>
+#include <string_view>
+#include <utility>
 
 namespace strata::server {
 namespace {
@@ -90,6 +94,82 @@ std::optional<ApiError> get_token_ids(const json& v, const char* param,
       return invalid_param(param, "Token id outside the vocabulary.");
     }
     out->push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  return std::nullopt;
+}
+
+// Fields strata knows but does not implement, each refused by name (a
+// request is never answered as if the field were absent).
+std::optional<ApiError> refuse_unimplemented(const json& b) {
+  static constexpr std::pair<const char*, const char*> kRefused[] = {
+      {"tools", "Tool calling is not supported yet."},
+      {"tool_choice", "Tool calling is not supported yet."},
+      {"functions", "Function calling is not supported."},
+      {"function_call", "Function calling is not supported."},
+      {"parallel_tool_calls", "Tool calling is not supported yet."},
+      {"suffix", "suffix (insertion) is not supported."},
+      {"best_of", "best_of is not supported; use n."},
+      {"guided_json", "Structured outputs are not supported yet."},
+      {"guided_regex", "Structured outputs are not supported yet."},
+      {"guided_choice", "Structured outputs are not supported yet."},
+      {"guided_grammar", "Structured outputs are not supported yet."},
+      {"structured_outputs", "Structured outputs are not supported yet."},
+      {"prompt_logprobs", "prompt_logprobs is not supported."},
+  };
+  for (const auto& [key, message] : kRefused) {
+    if (find(b, key) != nullptr) return invalid_param(key, message);
+  }
+  if (const json* rf = find(b, "response_format")) {
+    const json* type = rf->is_object() ? find(*rf, "type") : nullptr;
+    if (type == nullptr || !type->is_string()) {
+      return invalid_param("response_format", "Expected an object with a string type.");
+    }
+    if (type->get<std::string>() != "text") {
+      return invalid_param("response_format",
+                           "Only response_format type text is supported yet (structured outputs "
+                           "are not).");
+    }
+  }
+  return std::nullopt;
+}
+
+// Any other field is refused by name: a typo or a feature strata lacks must
+// not be answered as if it were absent.
+std::optional<ApiError> refuse_unknown(const json& b, std::initializer_list<std::string_view> own) {
+  static constexpr std::string_view kCommon[] = {"model",
+                                                 "max_tokens",
+                                                 "max_completion_tokens",
+                                                 "temperature",
+                                                 "top_p",
+                                                 "top_k",
+                                                 "min_p",
+                                                 "repetition_penalty",
+                                                 "presence_penalty",
+                                                 "frequency_penalty",
+                                                 "n",
+                                                 "stop",
+                                                 "seed",
+                                                 "logit_bias",
+                                                 "min_tokens",
+                                                 "ignore_eos",
+                                                 "stop_token_ids",
+                                                 "include_stop_str_in_output",
+                                                 "skip_special_tokens",
+                                                 "priority",
+                                                 "cache_salt",
+                                                 "user",
+                                                 "stream",
+                                                 "stream_options",
+                                                 "response_format"};
+  for (auto it = b.begin(); it != b.end(); ++it) {
+    const std::string& key = it.key();
+    const auto matches = [&](std::string_view k) { return k == key; };
+    if (std::any_of(std::begin(kCommon), std::end(kCommon), matches) ||
+        std::any_of(own.begin(), own.end(), matches)) {
+      continue;
+    }
+    if (key.size() > 64) return invalid_param("", "Unknown field (name too long).");
+    return invalid_param(key, "Unknown field '" + key + "'; strata does not implement it.");
   }
   return std::nullopt;
 }
@@ -192,6 +272,17 @@ std::optional<ApiError> parse_params(const json& b, const ProtocolLimits& limits
     return invalid_param("min_tokens", "min_tokens must not exceed max_tokens.");
   }
   if (auto e = get_bool(b, "ignore_eos", &p->ignore_eos)) return e;
+  if (const json* ids = find(b, "stop_token_ids")) {
+    if (!ids->is_array()) return invalid_param("stop_token_ids", "Expected an array of token ids.");
+    if (ids->size() > static_cast<size_t>(limits.max_stop_token_ids)) {
+      return invalid_param("stop_token_ids", "Too many stop token ids.");
+    }
+    if (auto e = get_token_ids(*ids, "stop_token_ids", limits, &p->stop_token_ids)) return e;
+  }
+  if (auto e = get_bool(b, "include_stop_str_in_output", &p->include_stop_str_in_output)) {
+    return e;
+  }
+  if (auto e = get_bool(b, "skip_special_tokens", &p->skip_special_tokens)) return e;
   if (auto e = get_int_into(b, "priority", -1000000, 1000000, &p->priority)) return e;
   if (auto e = get_string(b, "cache_salt", 1024, &p->cache_salt)) return e;
   if (find(b, "cache_salt") != nullptr && p->cache_salt.empty()) {
@@ -202,6 +293,11 @@ std::optional<ApiError> parse_params(const json& b, const ProtocolLimits& limits
   if (const json* so = find(b, "stream_options")) {
     if (!so->is_object()) return invalid_param("stream_options", "Expected an object.");
     if (!p->stream) return invalid_param("stream_options", "stream_options requires stream.");
+    for (auto it = so->begin(); it != so->end(); ++it) {
+      if (it.key() != "include_usage") {
+        return invalid_param("stream_options", "Only stream_options.include_usage is supported.");
+      }
+    }
     if (auto e = get_bool(*so, "include_usage", &p->include_usage)) {
       e->param = "stream_options.include_usage";
       return e;
@@ -306,36 +402,48 @@ std::optional<ApiError> parse_json_body(std::string_view body, const ProtocolLim
 
 std::optional<ApiError> parse_completion_request(const json& b, const ProtocolLimits& limits,
                                                  CompletionRequest* out) {
+  if (auto e = refuse_unimplemented(b)) return e;
+  if (auto e = refuse_unknown(b, {"prompt", "echo", "logprobs", "add_special_tokens"})) return e;
   if (auto e = parse_params(b, limits, &out->params)) return e;
   const json* prompt = find(b, "prompt");
   if (prompt == nullptr) return invalid_param("prompt", "prompt is required.");
-  if (prompt->is_string()) {
-    out->prompt_text = prompt->get<std::string>();
-  } else if (prompt->is_array()) {
-    if (prompt->empty()) return invalid_param("prompt", "The prompt is empty.");
-    const json& first = prompt->front();
-    if (first.is_string() || first.is_array()) {
-      // A batch of prompts: only a batch of one is served.
-      if (prompt->size() != 1) return invalid_param("prompt", "Only one prompt per request.");
-      if (first.is_string()) {
-        out->prompt_text = first.get<std::string>();
-      } else {
-        std::vector<int32_t> ids;
-        if (auto e = get_token_ids(first, "prompt", limits, &ids)) return e;
-        out->prompt_ids = std::move(ids);
-      }
-    } else {
+  const auto add_prompt = [&](const json& v) -> std::optional<ApiError> {
+    CompletionRequest::Prompt p;
+    if (v.is_string()) {
+      p.text = v.get<std::string>();
+      if (p.text->empty()) return invalid_param("prompt", "The prompt is empty.");
+    } else if (v.is_array()) {
       std::vector<int32_t> ids;
-      if (auto e = get_token_ids(*prompt, "prompt", limits, &ids)) return e;
-      out->prompt_ids = std::move(ids);
+      if (auto e = get_token_ids(v, "prompt", limits, &ids)) return e;
+      if (ids.empty()) return invalid_param("prompt", "The prompt is empty.");
+      p.ids = std::move(ids);
+    } else {
+      return invalid_param("prompt", "Expected a string or an array of token ids.");
     }
-  } else {
-    return invalid_param("prompt", "Expected a string or an array of token ids.");
-  }
-  if ((out->prompt_text && out->prompt_text->empty()) ||
-      (out->prompt_ids && out->prompt_ids->empty())) {
+    out->prompts.push_back(std::move(p));
+    return std::nullopt;
+  };
+  if (prompt->is_array() && !prompt->empty() &&
+      (prompt->front().is_string() || prompt->front().is_array())) {
+    // A list of prompts: each its own choices, indexed prompt * n + choice.
+    if (prompt->size() > static_cast<size_t>(limits.max_prompts)) {
+      return invalid_param("prompt", "Too many prompts in one request.");
+    }
+    for (const json& one : *prompt) {
+      if (!one.is_string() && !one.is_array()) {
+        return invalid_param("prompt", "Expected a list of strings or of token id arrays.");
+      }
+      if (auto e = add_prompt(one)) return e;
+    }
+  } else if (prompt->is_array() && prompt->empty()) {
     return invalid_param("prompt", "The prompt is empty.");
+  } else {
+    if (auto e = add_prompt(*prompt)) return e;
   }
+  if (static_cast<int64_t>(out->prompts.size()) * out->params.n > limits.max_n * 4) {
+    return invalid_param("n", "Too many choices in one request (prompts x n).");
+  }
+  if (auto e = get_bool(b, "add_special_tokens", &out->add_special_tokens)) return e;
   if (auto e = get_bool(b, "echo", &out->echo)) return e;
   std::optional<int64_t> logprobs;
   if (const json* lp = find(b, "logprobs"); lp != nullptr && lp->is_boolean()) {
@@ -344,13 +452,21 @@ std::optional<ApiError> parse_completion_request(const json& b, const ProtocolLi
   if (auto e = get_int(b, "logprobs", 0, limits.max_top_logprobs, &logprobs)) return e;
   if (logprobs) out->logprobs = static_cast<int32_t>(*logprobs);
   if (out->echo && out->logprobs) {
-    return invalid_param("echo", "echo together with logprobs is not supported.");
+    return invalid_param("echo", "echo together with logprobs (prompt logprobs) is not supported.");
   }
   return std::nullopt;
 }
 
 std::optional<ApiError> parse_chat_request(const json& b, const ProtocolLimits& limits,
                                            ChatRequest* out) {
+  if (auto e = refuse_unimplemented(b)) return e;
+  if (find(b, "chat_template") != nullptr) {
+    return invalid_param("chat_template", "Templates from clients are not accepted.");
+  }
+  if (auto e =
+          refuse_unknown(b, {"messages", "logprobs", "top_logprobs", "add_generation_prompt"})) {
+    return e;
+  }
   if (auto e = parse_params(b, limits, &out->params)) return e;
   if (auto e = parse_messages(b, &out->messages)) return e;
   if (auto e = get_bool(b, "logprobs", &out->logprobs)) return e;

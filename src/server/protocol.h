@@ -23,10 +23,12 @@ namespace strata::server {
 // Limits a request is checked against. The server fills the model-dependent
 // ones (vocab_size, max_model_len) at start-up.
 struct ProtocolLimits {
-  int32_t vocab_size = 0;       // token ids must be in [0, vocab_size)
-  int64_t max_model_len = 0;    // prompt + max_tokens must fit
-  int32_t max_n = 16;           // choices per request
-  int32_t max_stop = 4;         // stop strings
+  int32_t vocab_size = 0;     // token ids must be in [0, vocab_size)
+  int64_t max_model_len = 0;  // prompt + max_tokens must fit
+  int32_t max_n = 16;         // choices per request
+  int32_t max_stop = 4;       // stop strings
+  int32_t max_stop_token_ids = 64;
+  int32_t max_prompts = 64;     // prompts in one completions request
   size_t max_stop_bytes = 256;  // bytes per stop string
   int32_t max_top_logprobs = 20;
   int32_t max_logit_bias = 1024;  // entries
@@ -53,6 +55,9 @@ struct GenerationParams {
   std::vector<std::pair<int32_t, float>> logit_bias;  // ids < vocab, |bias| <= 100
   int32_t min_tokens = 0;                             // <= max_tokens
   bool ignore_eos = false;
+  std::vector<int32_t> stop_token_ids;  // ids < vocab, <= max_stop_token_ids
+  bool include_stop_str_in_output = false;
+  bool skip_special_tokens = true;
   int32_t priority = 0;
   std::string cache_salt;
   std::string user;
@@ -63,8 +68,14 @@ struct GenerationParams {
 struct CompletionRequest {
   GenerationParams params;
   // Exactly one is set: a text prompt or token ids.
-  std::optional<std::string> prompt_text;
-  std::optional<std::vector<int32_t>> prompt_ids;
+  // One entry per prompt (a completions request may send a list): text, or
+  // token ids when the client sent ids.
+  struct Prompt {
+    std::optional<std::string> text;
+    std::optional<std::vector<int32_t>> ids;
+  };
+  std::vector<Prompt> prompts;  // non-empty
+  bool add_special_tokens = true;
   bool echo = false;
   // logprobs: number of top alternatives per token, [0, max_top_logprobs];
   // absent = no logprobs.

@@ -12,8 +12,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { OpenAI, startServer as startAnyServer, stopServer } from './helpers.mjs';
 
+// The tiny model's 256-token context is stretched (outputs are compared with
+// each other, not with a reference).
 const startServer = (args) => startAnyServer(['--kv-cache-memory', '32MiB', '--max-model-len', '4200',
-  '--served-model-name', 'kv', ...args]);
+  '--allow-long-max-model-len', '--served-model-name', 'kv', ...args]);
 
 const DOC_TOKENS = 4000;
 const CHUNK = 256;

@@ -110,7 +110,7 @@ test('a stalled body times out too', async () => {
   s.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\n` +
           'Content-Length: 100\r\n\r\n{"pro');
   await canary();
-  // The per-read timeout (--header-timeout) ends it.
+  // The body timeout (--request-timeout, 3 s in run_e2e.sh) ends it.
   assert.equal(await Promise.race([closed.then(() => true), sleep(15000).then(() => false)]), true);
   s.destroy();
 });

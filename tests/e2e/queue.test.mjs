@@ -27,7 +27,8 @@ test('429 when the queue is full, served again afterwards', async () => {
   // loaded host: a long generation (the tiny model's 256-token context is
   // stretched; its outputs are not checked).
   const { proc, url } = await startServer(['--max-num-seqs', '1', '--max-queue', '0',
-    '--served-model-name', 'q', '--max-model-len', '4096']);
+    '--served-model-name', 'q', '--max-model-len', '4096',
+    '--allow-long-max-model-len']);
   try {
     const c = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'none', maxRetries: 0 });
     const busy = await c.completions.create({ model: 'q', prompt: 'busy', max_tokens: 3000,

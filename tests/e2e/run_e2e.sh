@@ -17,7 +17,7 @@ fi
 log=$(mktemp)
 key="e2e-$$-key"
 "$build/strata" serve -m "$model" --port 0 --api-key "$key" --served-model-name e2e-model \
-  --kv-cache-memory 64MiB --header-timeout 3 --idle-timeout 2 --max-body-bytes 1MiB \
+  --kv-cache-memory 64MiB --header-timeout 3 --request-timeout 3 --idle-timeout 2 --max-body-bytes 1MiB \
   --log-interval 2 -t 2 >"$log" 2>&1 &
 pid=$!
 port=""

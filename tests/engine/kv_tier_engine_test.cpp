@@ -73,7 +73,7 @@ TEST(KvTierEngine, DiskChunksServeTheSamePromptAfterARestart) {
       << text;
   // 128 of the 150 + 20 prompt tokens served came from disk.
   EXPECT_NE(text.find("strata:prompt_tokens_cached_fraction{model_name=\"m\",tier=\"disk\"} "
-                      "0.75294117647058822"),
+                      "0.7529411764705882"),
             std::string::npos);
   EXPECT_NE(text.find("strata:kv_tier_hits_total{model_name=\"m\",tier=\"disk\"} 4"),
             std::string::npos);

@@ -75,5 +75,18 @@ TEST(StopStringMatcher, NoStopStringsPassesEverythingThrough) {
   EXPECT_EQ(m.finish(), "");
 }
 
+TEST(StopStringMatcher, ReportsTheEarliestMatchAndCanKeepIt) {
+  StopStringMatcher m({"zz", "lo w", "o"});
+  EXPECT_EQ(run(m, {"hel", "lo wo", "rld"}), "hel");
+  EXPECT_EQ(m.matched(), "lo w");  // starts first, although "o" is also there
+  StopStringMatcher keep({"lo w"}, /*include_stop=*/true);
+  EXPECT_EQ(run(keep, {"hel", "lo wo", "rld"}), "hello w");
+  EXPECT_EQ(keep.matched(), "lo w");
+  // Two stop strings starting at the same byte: the first listed wins.
+  StopStringMatcher tie({"ab", "abc"}, true);
+  EXPECT_EQ(run(tie, {"xabcd"}), "xab");
+  EXPECT_EQ(tie.matched(), "ab");
+}
+
 }  // namespace
 }  // namespace strata

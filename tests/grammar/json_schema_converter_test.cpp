@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "grammar/grammar_matcher.h"
 #include "grammar_test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -66,6 +67,44 @@ TEST(JsonSchemaConverter, UnsupportedKeywordsNameKeywordAndPath) {
   ASSERT_FALSE(g.is_ok());
   g = grammar_from_json_schema("{not json");
   ASSERT_FALSE(g.is_ok());
+}
+
+TEST(JsonSchemaConverter, AnyJsonAndJsonObjectModes) {
+  auto vocab = grammar_test::small_vocab();
+  for (bool object_only : {false, true}) {
+    auto cache = grammar_test::make_cache(grammar_any_json(object_only), vocab);
+    ASSERT_TRUE(cache);
+    int32_t finished_count = 0;
+    for (uint64_t seed = 0; seed < 60; ++seed) {
+      bool finished = false;
+      const std::string s = grammar_test::random_walk(cache, seed, 40, seed < 5, &finished);
+      if (!finished) continue;
+      ++finished_count;
+      const auto j = nlohmann::json::parse(s, nullptr, false);
+      ASSERT_FALSE(j.is_discarded()) << s;
+      if (object_only) {
+        EXPECT_TRUE(j.is_object()) << s;
+      }
+    }
+    EXPECT_GT(finished_count, 5);
+    GrammarMatcher m(cache);
+    EXPECT_EQ(m.accept_bytes("[1]") && m.can_terminate(), !object_only);
+  }
+}
+
+TEST(JsonSchemaConverter, WhitespaceIsBounded) {
+  auto g = grammar_from_json_schema(R"({"type":"object","properties":{"a":{"type":"integer"}}})");
+  ASSERT_TRUE(g.is_ok());
+  auto cache = grammar_test::make_cache(*g, grammar_test::small_vocab());
+  ASSERT_TRUE(cache);
+  GrammarMatcher m(cache);
+  EXPECT_TRUE(m.accept_bytes("{\n" + std::string(20, ' ') + "\"a\": 1 }"));
+  GrammarMatcher m2(cache);
+  EXPECT_FALSE(m2.accept_bytes("{  "));  // two spaces
+  GrammarMatcher m3(cache);
+  EXPECT_FALSE(m3.accept_bytes("{\n" + std::string(21, ' ')));
+  GrammarMatcher m4(cache);
+  EXPECT_FALSE(m4.accept_bytes("{\"a\":1,"));  // no extra keys without additionalProperties
 }
 
 // --- the corpus -------------------------------------------------------

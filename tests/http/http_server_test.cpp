@@ -140,6 +140,9 @@ TEST(HttpServerTest, Http10ClosesUnlessKeepAliveIsAsked) {
       ASSERT_TRUE(r.has_value());
       EXPECT_EQ(r->body, "GET /info  1.0 keep-alive");
       EXPECT_EQ(r->header("Connection"), "keep-alive");
+      // The idle timeout is announced, so clients stop reusing the
+      // connection before the server closes it.
+      EXPECT_TRUE(r->header("Keep-Alive").has_value());
     }
   }
   expect_canary(s.port());

@@ -5,10 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "kvtier/disk_tier.h"
 #include "kvtier/ram_tier.h"
+#include "kvtier/redis_tier.h"
 #include "kvtier_test_util.h"
+#include "redis_server.h"
 
 namespace strata {
 namespace {
@@ -225,6 +230,117 @@ TEST(KvTierManagerTest, FailingTierIsBypassedThenRetriedWithDoublingBackoff) {
   EXPECT_FALSE(m.is_tier_available(0));
   clock.advance(100);
   EXPECT_TRUE(m.is_tier_available(0));
+}
+
+// The health lines a manager logs.
+struct LogLines {
+  std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
+  std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
+  void attach(KvTierHealthOptions* o) const {
+    o->log = [mu = mu, lines = lines](const std::string& line) {
+      std::lock_guard<std::mutex> lock(*mu);
+      lines->push_back(line);
+    };
+  }
+  std::vector<std::string> get() const {
+    std::lock_guard<std::mutex> lock(*mu);
+    return *lines;
+  }
+};
+
+TEST(KvTierManagerTest, EachChangeOfHealthIsOneLogLine) {
+  StepClock clock;
+  LogLines log;
+  KvTierHealthOptions health = clock.options();
+  log.attach(&health);
+  auto bad = std::make_unique<FakeTier>("bad");
+  FakeTier* fbad = bad.get();
+  std::vector<std::unique_ptr<KvTier>> tiers;
+  tiers.push_back(std::move(bad));
+  KvTierManager m(std::move(tiers), 1 << 20, health);
+  const std::vector<ChunkKey> keys = {make_test_chunk(1, 1)->key};
+  (void)m.get_prefix(keys);  // healthy: nothing to say
+  EXPECT_TRUE(log.get().empty());
+  fbad->is_failing = true;
+  for (int i = 0; i < 5; ++i) {  // the first fault and four failed retries
+    (void)m.get_prefix(keys);
+    clock.advance(30'000);
+  }
+  EXPECT_EQ(fbad->num_get_calls(), 6);
+  ASSERT_EQ(log.get().size(), 1u);
+  EXPECT_EQ(log.get()[0].rfind("[kv] tier bad: down (", 0), 0u) << log.get()[0];
+  fbad->is_failing = false;
+  (void)m.get_prefix(keys);
+  (void)m.get_prefix(keys);
+  ASSERT_EQ(log.get().size(), 2u);
+  EXPECT_EQ(log.get()[1], "[kv] tier bad: back up after 5 failed attempts");
+  // Down again: a line again.
+  fbad->is_failing = true;
+  (void)m.get_prefix(keys);
+  EXPECT_EQ(log.get().size(), 3u);
+}
+
+TEST(KvTierManagerTest, CheckTiersSaysWhichTiersAnswer) {
+  StepClock clock;
+  LogLines log;
+  KvTierHealthOptions health = clock.options();
+  log.attach(&health);
+  // Port 1 on loopback refuses connections.
+  Result<std::unique_ptr<RedisTier>> redis =
+      RedisTier::connect("redis://127.0.0.1:1", "", 200, 1 << 20);
+  ASSERT_TRUE(redis.is_ok()) << redis.status().message();
+  std::vector<std::unique_ptr<KvTier>> tiers;
+  tiers.push_back(std::make_unique<RamTier>(100 * kBytes));
+  tiers.push_back(std::move(*redis));
+  KvTierManager m(std::move(tiers), 1 << 20, health);
+  m.check_tiers({"host memory", "redis://127.0.0.1:1"});
+  const std::vector<std::string> lines = log.get();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "[kv] tier ram (host memory): reachable");
+  EXPECT_EQ(lines[1].rfind("[kv] tier redis (redis://127.0.0.1:1): unreachable at start-up (", 0),
+            0u)
+      << lines[1];
+  // It starts bypassed, like a tier that just failed.
+  EXPECT_TRUE(m.is_tier_available(0));
+  EXPECT_FALSE(m.is_tier_available(1));
+}
+
+// The case: a Redis that dies and comes back while the engine runs
+// is one "down" line and one "back up" line, whatever the traffic between.
+TEST(KvTierManagerTest, RedisThatDiesAndComesBackIsOneLineEach) {
+  if (!testing::RedisServer::is_available()) GTEST_SKIP() << "redis-server not installed";
+  testing::RedisServer server;
+  ASSERT_TRUE(server.start());
+  StepClock clock;
+  LogLines log;
+  KvTierHealthOptions health = clock.options();
+  log.attach(&health);
+  Result<std::unique_ptr<RedisTier>> redis = RedisTier::connect(server.url(), "", 500, 1 << 20);
+  ASSERT_TRUE(redis.is_ok()) << redis.status().message();
+  std::vector<std::unique_ptr<KvTier>> tiers;
+  tiers.push_back(std::move(*redis));
+  KvTierManager m(std::move(tiers), 1 << 20, health);
+  m.check_tiers({server.url()});
+  const std::vector<ChunkKey> keys = {make_test_chunk(1, 1)->key};
+  (void)m.get_prefix(keys);  // a miss: healthy
+  ASSERT_EQ(log.get().size(), 1u);
+  EXPECT_EQ(log.get()[0], "[kv] tier redis (" + server.url() + "): reachable");
+
+  server.stop();
+  for (int i = 0; i < 4; ++i) {
+    (void)m.get_prefix(keys);
+    clock.advance(30'000);
+  }
+  ASSERT_EQ(log.get().size(), 2u);
+  EXPECT_EQ(log.get()[1].rfind("[kv] tier redis: down (", 0), 0u) << log.get()[1];
+
+  ASSERT_TRUE(server.start());
+  for (int i = 0; i < 4; ++i) {
+    (void)m.get_prefix(keys);
+    clock.advance(30'000);
+  }
+  ASSERT_EQ(log.get().size(), 3u);
+  EXPECT_EQ(log.get()[2].rfind("[kv] tier redis: back up after ", 0), 0u) << log.get()[2];
 }
 
 TEST(KvTierManagerTest, BackoffIsCappedAtThirtySeconds) {

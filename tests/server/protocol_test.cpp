@@ -53,10 +53,16 @@ TEST(ProtocolTest, ParsesAFullCompletionRequest) {
       "top_p":0.9,"top_k":5,"min_p":0.1,"repetition_penalty":1.1,"presence_penalty":0.5,
       "frequency_penalty":-0.5,"n":3,"stop":["a","bb"],"seed":42,"logit_bias":{"7":-100,"3":5.5},
       "min_tokens":2,"ignore_eos":true,"priority":-3,"cache_salt":"s","user":"u","stream":true,
-      "stream_options":{"include_usage":true},"logprobs":3,"unknown_field":[1,2]})",
+      "stream_options":{"include_usage":true},"logprobs":3,"stop_token_ids":[5,9],
+      "include_stop_str_in_output":true,"skip_special_tokens":false,"add_special_tokens":false})",
                           &r));
-  EXPECT_EQ(r.prompt_text, "hi");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].text, "hi");
   EXPECT_EQ(r.params.model, "m");
+  EXPECT_EQ(r.params.stop_token_ids, (std::vector<int32_t>{5, 9}));
+  EXPECT_TRUE(r.params.include_stop_str_in_output);
+  EXPECT_FALSE(r.params.skip_special_tokens);
+  EXPECT_FALSE(r.add_special_tokens);
   EXPECT_EQ(r.params.max_tokens, 7);
   EXPECT_FLOAT_EQ(r.params.temperature, 0.5f);
   EXPECT_EQ(r.params.top_k, 5);
@@ -76,19 +82,26 @@ TEST(ProtocolTest, ParsesAFullCompletionRequest) {
 TEST(ProtocolTest, PromptForms) {
   CompletionRequest r;
   ASSERT_FALSE(completion(R"({"prompt":[1,2,499]})", &r));
-  EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{1, 2, 499}));
+  EXPECT_EQ(r.prompts.at(0).ids, (std::vector<int32_t>{1, 2, 499}));
   CompletionRequest r2;
   ASSERT_FALSE(completion(R"({"prompt":[[4,5]]})", &r2));
-  EXPECT_EQ(r2.prompt_ids, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(r2.prompts.at(0).ids, (std::vector<int32_t>{4, 5}));
   CompletionRequest r3;
   ASSERT_FALSE(completion(R"({"prompt":["x"]})", &r3));
-  EXPECT_EQ(r3.prompt_text, "x");
+  EXPECT_EQ(r3.prompts.at(0).text, "x");
+  // A list of prompts, text or ids, each served as its own choices.
+  CompletionRequest r4;
+  ASSERT_FALSE(completion(R"({"prompt":["a","b",[7,8]]})", &r4));
+  ASSERT_EQ(r4.prompts.size(), 3u);
+  EXPECT_EQ(r4.prompts[1].text, "b");
+  EXPECT_EQ(r4.prompts[2].ids, (std::vector<int32_t>{7, 8}));
+  expect_400(completion(R"({"prompt":["a",""]})"), "prompt");
+  expect_400(completion(R"({"prompt":["a",7]})"), "prompt");
   expect_400(completion(R"({"prompt":[1,500]})"), "prompt");
   expect_400(completion(R"({"prompt":[-1]})"), "prompt");
   expect_400(completion(R"({"prompt":[1.5]})"), "prompt");
   expect_400(completion(R"({"prompt":[]})"), "prompt");
   expect_400(completion(R"({"prompt":""})"), "prompt");
-  expect_400(completion(R"({"prompt":["a","b"]})"), "prompt");
   expect_400(completion(R"({"prompt":7})"), "prompt");
   expect_400(completion(R"({})"), "prompt");
 }
@@ -115,7 +128,7 @@ TEST(ProtocolTest, NulByteAnywhereIsInvalidJson) {
   expect_400(completion("{\"prompt\":\"a\"}\0"s), "");
   CompletionRequest r;
   ASSERT_FALSE(completion(R"({"prompt":"a\u0000b"})", &r));  // the escaped form is fine
-  EXPECT_EQ(r.prompt_text, "a\0b"s);
+  EXPECT_EQ(r.prompts.at(0).text, "a\0b"s);
 }
 
 TEST(ProtocolTest, NestingDepth) {
@@ -302,4 +315,38 @@ TEST(ApiErrorTest, BodiesAndStatuses) {
 }
 
 }  // namespace
+// Nothing a client sends is silently ignored: a field strata does not
+// implement, or does not know, is a 400 naming it.
+TEST(ProtocolTest, UnimplementedAndUnknownFieldsAreRefusedByName) {
+  for (const char* field :
+       {"tools", "tool_choice", "functions", "function_call", "parallel_tool_calls", "suffix",
+        "best_of", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+        "structured_outputs", "prompt_logprobs"}) {
+    SCOPED_TRACE(field);
+    const std::string body = std::string(R"({"prompt":"a",")") + field + R"(":1})";
+    expect_400(completion(body), field);
+    const std::string chat_body =
+        std::string(R"({"messages":[{"role":"user","content":"a"}],")") + field + R"(":1})";
+    expect_400(chat(chat_body), field);
+  }
+  expect_400(completion(R"({"prompt":"a","unknown_field":[1,2]})"), "unknown_field");
+  expect_400(completion(R"({"prompt":"a","temprature":0.5})"), "temprature");
+  expect_400(chat(R"({"messages":[{"role":"user","content":"a"}],"echo":true})"), "echo");
+  expect_400(completion(R"({"prompt":"a","messages":[]})"), "messages");
+  expect_400(completion(R"({"prompt":"a","response_format":{"type":"json_object"}})"),
+             "response_format");
+  expect_400(completion(R"({"prompt":"a","response_format":"text"})"), "response_format");
+  EXPECT_FALSE(completion(R"({"prompt":"a","response_format":{"type":"text"}})"));
+  expect_400(completion(R"({"prompt":"a","stream":true,"stream_options":{"x":1}})"),
+             "stream_options");
+  expect_400(completion(R"({"prompt":"a","echo":true,"logprobs":1})"), "echo");
+}
+
+TEST(ProtocolTest, StopTokenIdsAreCheckedAgainstTheVocabulary) {
+  expect_400(completion(R"({"prompt":"a","stop_token_ids":[500]})"), "stop_token_ids");
+  expect_400(completion(R"({"prompt":"a","stop_token_ids":7})"), "stop_token_ids");
+  expect_400(completion(R"({"prompt":"a","include_stop_str_in_output":1})"),
+             "include_stop_str_in_output");
+}
+
 }  // namespace strata::server

@@ -1,0 +1,240 @@
+#include "server/generation_call.h"
+
+#include <utility>
+
+#include "server/api_error.h"
+
+namespace strata::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kDone = "data: [DONE]\n\n";
+
+// vLLM's stop_reason: the stop string or stop token id that ended a choice.
+json stop_reason_json(const TokenEvent& e) {
+  if (!e.stop_string.empty()) return json(e.stop_string);
+  if (e.stop_token_id >= 0) return json(e.stop_token_id);
+  return json();
+}
+
+// The error a choice's final kError / kAbort event stands for.
+ApiError final_event_error(const TokenEvent& e) {
+  if (e.finish_reason == FinishReason::kAbort) {
+    return engine_error(StatusCode::kResourceExhausted, "The request was aborted.");
+  }
+  return engine_error(e.error_code, e.error_message.empty() ? "request failed" : e.error_message);
+}
+
+}  // namespace
+
+GenerationCall::GenerationCall(Engine& engine, TokenTextFn token_text,
+                               std::shared_ptr<const Generation> g, http::ResponsePtr response,
+                               std::function<void()> on_engine_done)
+    : engine_(engine),
+      token_text_(std::move(token_text)),
+      g_(std::move(g)),
+      response_(std::move(response)),
+      on_engine_done_(std::move(on_engine_done)) {
+  const size_t n = g_->prompt_ids.size() * static_cast<size_t>(g_->params.n);
+  choices_.resize(n);
+  for (size_t p = 0; p < g_->echo_texts.size(); ++p) {
+    for (int32_t j = 0; j < g_->params.n; ++j) {
+      choices_[p * g_->params.n + j].text_offset = g_->echo_texts[p].size();
+    }
+  }
+  num_open_ = static_cast<int32_t>(n);
+}
+
+GenerationCall::~GenerationCall() {
+  if (num_open_ > 0) abort();
+  release_engine();
+}
+
+void GenerationCall::release_engine() {
+  if (auto done = std::exchange(on_engine_done_, nullptr)) done();
+}
+
+void GenerationCall::abort() {
+  for (const auto& s : streams_) engine_.abort(s->id());
+}
+
+json GenerationCall::chunk_base() const {
+  return json{{"id", g_->id},
+              {"object", g_->is_chat ? "chat.completion.chunk" : "text_completion"},
+              {"created", g_->created},
+              {"model", g_->model}};
+}
+
+void GenerationCall::start(std::vector<std::shared_ptr<RequestStream>> streams, EventPump& pump) {
+  streams_ = std::move(streams);
+  if (g_->params.stream) {
+    response_->start_sse();
+    // Chat: the role first, for every choice; completions with echo: the prompt.
+    std::string frames;
+    for (int32_t i = 0; i < num_choices(); ++i) {
+      json ch{{"index", i}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+      if (g_->is_chat) {
+        ch["delta"] = json{{"role", "assistant"}, {"content", ""}};
+      } else {
+        const size_t p = static_cast<size_t>(i / g_->params.n);
+        if (p >= g_->echo_texts.size() || g_->echo_texts[p].empty()) continue;
+        ch["text"] = g_->echo_texts[p];
+      }
+      json c = chunk_base();
+      c["choices"] = json::array({std::move(ch)});
+      if (g_->params.include_usage) c["usage"] = nullptr;
+      frames += sse_frame(c);
+    }
+    response_->write(frames);
+  }
+  // The engine's work stops as soon as the client goes away. Engine::abort
+  // only queues, so this is safe on the I/O thread.
+  std::weak_ptr<GenerationCall> weak = weak_from_this();
+  response_->on_disconnect([weak] {
+    if (auto self = weak.lock()) self->abort();
+  });
+  EventPump* p = &pump;
+  for (const auto& s : streams_) {
+    s->set_listener([weak, p] {
+      if (auto self = weak.lock()) p->schedule(std::move(self));
+    });
+  }
+}
+
+void GenerationCall::fail(const TokenEvent& ev, std::string* out) {
+  is_failed_ = true;
+  is_answered_ = true;
+  abort();  // the other prompts' streams, if any
+  const ApiError e = final_event_error(ev);
+  if (g_->params.stream) {
+    *out += sse_frame(e.to_json());
+    *out += kDone;
+  } else {
+    response_->send(e.http_status, "application/json", e.body());
+  }
+}
+
+void GenerationCall::run() {
+  std::string frames;
+  const int32_t n = g_->params.n;
+  for (size_t p = 0; p < streams_.size(); ++p) {
+    while (std::optional<TokenEvent> ev = streams_[p]->try_pop()) {
+      if (ev->choice_index < 0 || ev->choice_index >= n) continue;
+      const int32_t index = static_cast<int32_t>(p) * n + ev->choice_index;
+      if (ev->is_final) {
+        --num_open_;
+        usage_.num_prompt_tokens += ev->choice_index == 0 ? ev->usage.num_prompt_tokens : 0;
+        usage_.num_output_tokens += ev->usage.num_output_tokens;
+        if (ev->choice_index == 0) {
+          usage_.num_cached_prompt_tokens += ev->usage.num_cached_prompt_tokens;
+        }
+      }
+      if (is_answered_) continue;  // drained only so the engine's end is seen
+      if (ev->is_final && (ev->finish_reason == FinishReason::kError ||
+                           ev->finish_reason == FinishReason::kAbort)) {
+        fail(*ev, &frames);
+        continue;
+      }
+      if (g_->params.stream) {
+        stream_event(index, *ev, &frames);
+      } else {
+        Choice& c = choices_[index];
+        c.text += ev->text;
+        c.token_ids.insert(c.token_ids.end(), ev->token_ids.begin(), ev->token_ids.end());
+        c.logprobs.insert(c.logprobs.end(), ev->logprobs.begin(), ev->logprobs.end());
+        if (ev->is_final) {
+          c.finish_reason = ev->finish_reason;
+          c.stop_reason = stop_reason_json(*ev);
+        }
+      }
+    }
+  }
+  const bool is_engine_done = num_open_ <= 0;
+  if (is_engine_done && !is_answered_) {
+    is_answered_ = true;
+    if (g_->params.stream) {
+      finish_stream(&frames);
+    } else {
+      send_body();
+    }
+  }
+  if (g_->params.stream) {
+    if (!frames.empty() && !response_->write(frames)) abort();
+    if (is_answered_ && is_engine_done) response_->finish();
+  }
+  // After the last bytes are queued (a drain waits for this), before they
+  // are written (a client that sends its next request right after [DONE]
+  // finds the slot free).
+  if (is_engine_done) release_engine();
+}
+
+void GenerationCall::stream_event(int32_t index, const TokenEvent& ev, std::string* out) {
+  if (ev.text.empty() && !ev.is_final && !g_->wants_logprobs) return;
+  Choice& cs = choices_[index];
+  json ch{{"index", index}};
+  const char* reason = ev.is_final ? finish_reason_text(ev.finish_reason) : nullptr;
+  ch["finish_reason"] = reason != nullptr ? json(reason) : json();
+  if (ev.is_final) ch["stop_reason"] = stop_reason_json(ev);
+  if (g_->is_chat) {
+    ch["delta"] = ev.is_final && ev.text.empty() ? json::object() : json{{"content", ev.text}};
+    ch["logprobs"] = g_->wants_logprobs ? chat_logprobs_json(ev.token_ids, ev.logprobs,
+                                                             g_->num_top_logprobs, token_text_)
+                                        : json();
+  } else {
+    ch["text"] = ev.text;
+    ch["logprobs"] = g_->wants_logprobs
+                         ? completion_logprobs_json(ev.token_ids, ev.logprobs, g_->num_top_logprobs,
+                                                    token_text_, &cs.text_offset)
+                         : json();
+  }
+  json c = chunk_base();
+  c["choices"] = json::array({std::move(ch)});
+  if (g_->params.include_usage) c["usage"] = nullptr;
+  *out += sse_frame(c);
+}
+
+void GenerationCall::finish_stream(std::string* out) {
+  if (g_->params.include_usage) {
+    json c = chunk_base();
+    c["choices"] = json::array();
+    c["usage"] = usage_json(usage_);
+    *out += sse_frame(c);
+  }
+  *out += kDone;
+}
+
+void GenerationCall::send_body() {
+  json out{{"id", g_->id},
+           {"object", g_->is_chat ? "chat.completion" : "text_completion"},
+           {"created", g_->created},
+           {"model", g_->model}};
+  json arr = json::array();
+  for (int32_t i = 0; i < num_choices(); ++i) {
+    Choice& c = choices_[i];
+    json ch{{"index", i},
+            {"finish_reason", finish_reason_text(c.finish_reason)},
+            {"stop_reason", c.stop_reason}};
+    if (g_->is_chat) {
+      ch["message"] = json{{"role", "assistant"}, {"content", c.text}};
+      ch["logprobs"] = g_->wants_logprobs ? chat_logprobs_json(c.token_ids, c.logprobs,
+                                                               g_->num_top_logprobs, token_text_)
+                                          : json();
+    } else {
+      const size_t p = static_cast<size_t>(i / g_->params.n);
+      const std::string& echo = p < g_->echo_texts.size() ? g_->echo_texts[p] : std::string();
+      ch["text"] = echo + c.text;
+      size_t offset = echo.size();
+      ch["logprobs"] = g_->wants_logprobs
+                           ? completion_logprobs_json(c.token_ids, c.logprobs, g_->num_top_logprobs,
+                                                      token_text_, &offset)
+                           : json();
+    }
+    arr.push_back(std::move(ch));
+  }
+  out["choices"] = std::move(arr);
+  out["usage"] = usage_json(usage_);
+  response_->send(200, "application/json", dump_json(out));
+}
+
+}  // namespace strata::server
