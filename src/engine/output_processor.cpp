@@ -88,7 +88,9 @@ bool OutputProcessor::handle_update(const RequestUpdate& u, const ExecutedStep& 
   e.choice_index = c.spec.index;
   const bool can_match = u.num_output_tokens >= c.spec.min_tokens;
   // A stop token adds no text unless the request asked for it (vLLM).
-  const bool is_stop_token = u.has_new_token && u.finish_reason == FinishReason::kStop;
+  // A grammar that ended after an ordinary token is no stop token.
+  const bool is_stop_token =
+      u.has_new_token && u.finish_reason == FinishReason::kStop && !u.ended_by_grammar;
   if (u.has_new_token) {
     e.token_ids.push_back(u.new_token);
     if (c.spec.wants_logprobs) {

@@ -343,6 +343,7 @@ StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
         }
         if (u.finish_reason == FinishReason::kNone && st.ends_request) {
           u.finish_reason = FinishReason::kStop;
+          u.ended_by_grammar = true;
         }
       }
     }

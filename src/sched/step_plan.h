@@ -100,6 +100,9 @@ struct RequestUpdate {
   int32_t new_token = 0;
   std::vector<int32_t> forced_tokens = {};           // appended after new_token (jump-forward)
   FinishReason finish_reason = FinishReason::kNone;  // kNone: still running
+  // kStop because the grammar ended (after an ordinary token, whose text is
+  // output), not because a stop token was sampled (whose text is not).
+  bool ended_by_grammar = false;
   int64_t num_prompt_tokens = 0;
   int64_t num_output_tokens = 0;  // including new_token
   int64_t num_cached_prompt_tokens = 0;

@@ -44,6 +44,13 @@ GenerationCall::GenerationCall(Engine& engine, TokenTextFn token_text,
     }
   }
   num_open_ = static_cast<int32_t>(n);
+  if (g_->constraint) {  // structured outputs / tools: output_constraint.h
+    for (size_t i = 0; i < n; ++i) {
+      const std::string tail = g_->id.substr(g_->id.find('-') + 1);
+      choices_[i].output = std::make_unique<ChoiceOutput>(
+          g_->constraint, "call_" + tail + "_" + std::to_string(i) + "_");
+    }
+  }
 }
 
 GenerationCall::~GenerationCall() {
@@ -173,11 +180,23 @@ void GenerationCall::stream_event(int32_t index, const TokenEvent& ev, std::stri
   if (ev.text.empty() && !ev.is_final && !g_->wants_logprobs) return;
   Choice& cs = choices_[index];
   json ch{{"index", index}};
-  const char* reason = ev.is_final ? finish_reason_text(ev.finish_reason) : nullptr;
+  // Structured outputs / tools (output_constraint.h): the delta, the tool
+  // calls' finish_reason and the post-generation check.
+  json delta =
+      cs.output ? cs.output->stream_delta(ev.text, ev.is_final) : json{{"content", ev.text}};
+  if (cs.output) {
+    cs.text += ev.text;
+    if (delta.is_null() && !ev.is_final && !g_->wants_logprobs) return;
+    if (ev.is_final) cs.output->check(cs.text, ev.finish_reason, !stop_reason_json(ev).is_null());
+  }
+  const char* reason = !ev.is_final ? nullptr
+                       : cs.output  ? cs.output->finish_reason(ev.finish_reason)
+                                    : finish_reason_text(ev.finish_reason);
   ch["finish_reason"] = reason != nullptr ? json(reason) : json();
   if (ev.is_final) ch["stop_reason"] = stop_reason_json(ev);
   if (g_->is_chat) {
-    ch["delta"] = ev.is_final && ev.text.empty() ? json::object() : json{{"content", ev.text}};
+    const bool empty_final = !cs.output && ev.is_final && ev.text.empty();
+    ch["delta"] = delta.is_null() || empty_final ? json::object() : std::move(delta);
     ch["logprobs"] = g_->wants_logprobs ? chat_logprobs_json(ev.token_ids, ev.logprobs,
                                                              g_->num_top_logprobs, token_text_)
                                         : json();
@@ -215,8 +234,12 @@ void GenerationCall::send_body() {
     json ch{{"index", i},
             {"finish_reason", finish_reason_text(c.finish_reason)},
             {"stop_reason", c.stop_reason}};
+    if (c.output) c.output->check(c.text, c.finish_reason, !c.stop_reason.is_null());
     if (g_->is_chat) {
-      ch["message"] = json{{"role", "assistant"}, {"content", c.text}};
+      // Tool calls (output_constraint.h) parsed from the whole text.
+      ch["message"] =
+          c.output ? c.output->message(c.text) : json{{"role", "assistant"}, {"content", c.text}};
+      if (c.output) ch["finish_reason"] = c.output->finish_reason(c.finish_reason);
       ch["logprobs"] = g_->wants_logprobs ? chat_logprobs_json(c.token_ids, c.logprobs,
                                                                g_->num_top_logprobs, token_text_)
                                           : json();

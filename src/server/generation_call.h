@@ -28,6 +28,7 @@
 #include "http/router.h"
 #include "server/event_pump.h"
 #include "server/openai_response.h"
+#include "server/output_constraint.h"
 #include "server/protocol.h"
 
 namespace strata::server {
@@ -44,6 +45,8 @@ struct Generation {
   std::vector<std::string> echo_texts;  // completions with echo, per prompt
   int32_t num_top_logprobs = 0;         // per token
   bool wants_logprobs = false;
+  // Structured outputs and tools (server/output_constraint.h); null: none.
+  std::shared_ptr<const OutputConstraint> constraint;
 };
 
 class GenerationCall : public EventPump::Task, public std::enable_shared_from_this<GenerationCall> {
@@ -66,8 +69,9 @@ class GenerationCall : public EventPump::Task, public std::enable_shared_from_th
     std::vector<SampleResult> logprobs;
     std::string text;
     FinishReason finish_reason = FinishReason::kNone;
-    nlohmann::json stop_reason;  // null, the stop string, or the stop token id
-    size_t text_offset = 0;      // completions logprobs: bytes emitted before
+    nlohmann::json stop_reason;            // null, the stop string, or the stop token id
+    size_t text_offset = 0;                // completions logprobs: bytes emitted before
+    std::unique_ptr<ChoiceOutput> output;  // tool calls and the grammar check
   };
 
   int32_t num_choices() const { return static_cast<int32_t>(choices_.size()); }

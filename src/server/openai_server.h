@@ -66,6 +66,9 @@ struct ServerOptions {
   // Seconds between throughput log lines; 0 = none.
   double log_interval_s = 5.0;
   ProtocolLimits limits;  // vocab_size and max_model_len are filled from the engine
+  // Tool-call syntax (hermes, llama3_json, mistral); empty = from the chat
+  // template, else hermes (server/output_constraint.h).
+  std::string tool_call_parser;
 };
 
 class OpenAiServer {
