@@ -528,7 +528,8 @@ void ToolCallStreamParser::step_object_byte(char c, ToolStreamDelta* d) {
     const std::string value = o.text.substr(o.value_start, end - o.value_start);
     if (o.value_key == "\"name\"" && !o.name && value.size() >= 2 && value[0] == '"') {
       json n = json::parse(value, nullptr, false);
-      if (n.is_string()) o.name = n.get<std::string>();
+      // An empty name names no function: the object stays content.
+      if (n.is_string() && !n.get_ref<const std::string&>().empty()) o.name = n.get<std::string>();
     } else if ((o.value_key == "\"arguments\"" || o.value_key == "\"parameters\"") &&
                (o.args_start == std::string::npos || o.args_start == o.value_start) &&
                o.args_end == std::string::npos) {

@@ -167,6 +167,11 @@ TEST(ToolCallParse, Hermes) {
       parse_tool_calls(ToolCallFormat::kHermes, "<tool_call>{\"x\": 1}</tool_call>", "c");
   EXPECT_TRUE(n.calls.empty());
   EXPECT_EQ(n.content, "{\"x\": 1}");
+  // An empty name names no function (found by fuzz_tool_call).
+  ParsedToolCalls e =
+      parse_tool_calls(ToolCallFormat::kHermes, "<tool_call>{\"name\": \"\"}</tool_call>", "c");
+  EXPECT_TRUE(e.calls.empty());
+  EXPECT_EQ(e.content, "{\"name\": \"\"}");
   ParsedToolCalls one = parse_tool_calls(ToolCallFormat::kHermes, text, "c", 1);
   ASSERT_EQ(one.calls.size(), 1u);
   EXPECT_EQ(one.calls[0].name, "get_weather");
