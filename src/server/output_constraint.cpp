@@ -83,7 +83,9 @@ std::string structured_output_metrics_text(const StructuredOutputCompiler* compi
 ChoiceOutput::ChoiceOutput(std::shared_ptr<const OutputConstraint> constraint,
                            std::string call_id_prefix)
     : c_(std::move(constraint)) {
-  if (c_ && c_->parses_tool_calls()) {
+  // With a response format the output is that format, never a call (a
+  // llama3_json parser would take {"name": ...} for one).
+  if (c_ && c_->parses_tool_calls() && !c_->structured) {
     const int32_t max_calls = c_->tools->parallel ? (1 << 20) : 1;
     parser_ = std::make_unique<ToolCallStreamParser>(c_->tool_format, std::move(call_id_prefix),
                                                      max_calls);

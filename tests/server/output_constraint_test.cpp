@@ -63,9 +63,14 @@ TEST_F(OutputConstraintTest, TwoConstraintsOnOneOutputAre400) {
                    true, &c);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "tool_choice");
-  // auto tools and a response format may go together (the format wins).
-  EXPECT_FALSE(prepare(std::string("{") + kTools + R"(,"response_format":{"type":"json_object"}})",
+  // auto tools and a response format may go together: the format wins and
+  // the output is not parsed for calls.
+  ASSERT_FALSE(prepare(std::string("{") + kTools + R"(,"response_format":{"type":"json_object"}})",
                        true, &c));
+  ChoiceOutput out(std::make_shared<const OutputConstraint>(c), "call_");
+  EXPECT_FALSE(out.parses_tool_calls());
+  const std::string call = "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>";
+  EXPECT_EQ(out.message(call)["content"], call);
 }
 
 TEST_F(OutputConstraintTest, StreamedDeltasAssembleToTheMessageAtEverySplit) {
