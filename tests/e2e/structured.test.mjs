@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { client, model, metrics } from './helpers.mjs';
+import { OpenAI, client, model, metrics, startServer, stopServer } from './helpers.mjs';
 
 // Every instance against its schema; returns the error messages ('' = valid).
 function validate(pairs) {
@@ -242,6 +242,36 @@ test('tools with auto or none: free text, a 400 for a bad tool', async () => {
   await assert.rejects(c.chat.completions.create({
     model, messages, max_tokens: 5, tools, tool_choice: { type: 'function', function: { name: 'nope' } },
   }), (e) => e.status === 400 && e.error.param === 'tool_choice.function.name');
+});
+
+test('--tool-call-parser llama3_json and mistral: required calls parse in that syntax', async () => {
+  for (const parser of ['llama3_json', 'mistral']) {
+    const server = await startServer(['--tool-call-parser', parser, '--served-model-name', 'tp']);
+    try {
+      const c = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      let called = 0;
+      for (let seed = 1; seed <= 3; ++seed) {
+        const body = {
+          model: 'tp', messages: [{ role: 'user', content: 'go' }], max_tokens: 150,
+          temperature: 1, seed, tools, tool_choice: { type: 'function', function: { name: 'add' } },
+          parallel_tool_calls: false,
+        };
+        const r = await c.chat.completions.create(body);
+        const ch = r.choices[0];
+        if (ch.finish_reason === 'length') continue;
+        assert.equal(ch.finish_reason, 'tool_calls', `${parser}: ${JSON.stringify(ch)}`);
+        checkCalls(ch.message.tool_calls, { named: 'add', single: true });
+        const s = await streamCalls(c, body);
+        assert.deepEqual(s.calls.map((t) => t.function), ch.message.tool_calls.map((t) => t.function));
+        ++called;
+      }
+      assert.ok(called >= 1, parser);
+      const m = await (await fetch(`${server.url}/metrics`)).text();
+      assert.match(m, /strata_structured_output_violations_total\{model_name="tp"\} 0/);
+    } finally {
+      await stopServer(server);
+    }
+  }
 });
 
 test('/metrics counts structured output violations (none)', async () => {
