@@ -13,6 +13,7 @@
 // strings are valid UTF-8, and an accepted body is nested no deeper than
 // max_json_depth. Seeds and a dictionary: fuzz/corpus/protocol/,
 // fuzz/protocol.dict.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -97,6 +98,23 @@ const std::set<std::string>& known_params() {
       "chat_template",
       "add_special_tokens",
       "tokens",
+      "stop_token_ids",
+      "include_stop_str_in_output",
+      "skip_special_tokens",
+      "response_format",
+      "tools",
+      "tool_choice",
+      "functions",
+      "function_call",
+      "parallel_tool_calls",
+      "suffix",
+      "best_of",
+      "guided_json",
+      "guided_regex",
+      "guided_choice",
+      "guided_grammar",
+      "structured_outputs",
+      "prompt_logprobs",
   };
   return params;
 }
@@ -106,8 +124,15 @@ const std::set<std::string>& known_params() {
 void check_error(const ApiError& e) {
   check(e.http_status == 400);
   check(e.type == "invalid_request_error");
-  check(e.code == "invalid_value" || e.code == "context_length_exceeded");
-  check(known_params().count(e.param) == 1);
+  check(e.code == "invalid_value" || e.code == "context_length_exceeded" ||
+        e.code == "unknown_parameter");
+  // An unknown argument is named in `param` (at most 64 bytes of it); every
+  // other error names a parameter strata knows.
+  if (e.code == "unknown_parameter") {
+    check(!e.param.empty() && e.param.size() <= 64);
+  } else {
+    check(known_params().count(e.param) == 1);
+  }
   check(!e.message.empty() && e.message.size() < 200);
   for (char c : e.message) check(c >= 0x20 && c < 0x7f);
   const json body = json::parse(e.body(), nullptr, /*allow_exceptions=*/false);
@@ -229,15 +254,18 @@ void run_routes(std::string_view body, const ProtocolLimits& limits) {
     check_error(*e);
   } else {
     check_params(completion.params, limits);
-    check(completion.prompt_text.has_value() != completion.prompt_ids.has_value());
+    check(!completion.prompts.empty());
     int64_t num_prompt = 1;
-    if (completion.prompt_text) {
-      check(!completion.prompt_text->empty());
-      check_utf8(*completion.prompt_text);
-    } else {
-      check(!completion.prompt_ids->empty());
-      check_ids(*completion.prompt_ids, limits);
-      num_prompt = static_cast<int64_t>(completion.prompt_ids->size());
+    for (const auto& p : completion.prompts) {
+      check(p.text.has_value() != p.ids.has_value());
+      if (p.text) {
+        check(!p.text->empty());
+        check_utf8(*p.text);
+      } else {
+        check(!p.ids->empty());
+        check_ids(*p.ids, limits);
+        num_prompt = std::max(num_prompt, static_cast<int64_t>(p.ids->size()));
+      }
     }
     if (completion.logprobs) {
       check(*completion.logprobs >= 0 && *completion.logprobs <= limits.max_top_logprobs);

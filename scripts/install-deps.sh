@@ -19,14 +19,7 @@ esac
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libssl-dev
-<<<<<<< HEAD
   libcpp-httplib-dev libhiredis-dev libboost1.81-dev
-=======
-  libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
-  libhiredis-dev redis-server
-  libboost1.81-dev
-  python3-jinja2 python3-jsonschema
->>>>>>> grammar
 )
 if [ "$mode" = full ]; then
   APT_PACKAGES+=(
@@ -35,6 +28,7 @@ if [ "$mode" = full ]; then
     libgtest-dev libgmock-dev libbenchmark-dev
     redis-server    # the Redis KV tier's tests start their own
     python3-jinja2  # the Jinja differential test's reference
+    python3-jsonschema  # the structured-output tests' oracle
     prometheus      # promtool lints /metrics (tests/engine/metrics_test.cpp)
   )
   # Node.js and npm run the oracles. Some images ship a Node.js build that

@@ -88,9 +88,7 @@ bool OutputProcessor::handle_update(const RequestUpdate& u, const ExecutedStep& 
   e.choice_index = c.spec.index;
   const bool can_match = u.num_output_tokens >= c.spec.min_tokens;
   // A stop token adds no text unless the request asked for it (vLLM).
-  // A grammar that ended after an ordinary token is no stop token.
-  const bool is_stop_token =
-      u.has_new_token && u.finish_reason == FinishReason::kStop && !u.ended_by_grammar;
+  const bool is_stop_token = u.has_new_token && u.ends_on_stop_token && u.forced_tokens.empty();
   if (u.has_new_token) {
     e.token_ids.push_back(u.new_token);
     if (c.spec.wants_logprobs) {
@@ -100,8 +98,12 @@ bool OutputProcessor::handle_update(const RequestUpdate& u, const ExecutedStep& 
     if (!is_stop_token || c.spec.include_stop_str_in_output) {
       e.text = c.matcher.feed(c.detokenizer.push(u.new_token), can_match);
     }
-    for (int32_t t : u.forced_tokens) {
+    // Jump-forward: the tokens the grammar forced after the sampled one.
+    for (size_t k = 0; k < u.forced_tokens.size(); ++k) {
+      const int32_t t = u.forced_tokens[k];
       e.token_ids.push_back(t);
+      const bool is_last_stop = u.ends_on_stop_token && k + 1 == u.forced_tokens.size();
+      if (is_last_stop && !c.spec.include_stop_str_in_output) continue;
       e.text += c.matcher.feed(c.detokenizer.push(t), can_match);
     }
     record_token_metrics(c, u, now_ns);

@@ -128,7 +128,7 @@ void ProxyCall::try_next() {
   }
   ++num_attempts_;
   Replica& r = *a->target.replica;
-  r.num_routed.fetch_add(1);
+  if (request_.is_generation) r.num_routed.fetch_add(1);
   r.num_in_flight.fetch_add(1);
   r.routed_pending_tokens.fetch_add(request_.num_prompt_tokens);
 

@@ -35,12 +35,35 @@ RouteChoice RoutePolicy::cache_aware(const RouteRequest& request,
     size_t index;
     TtftEstimate estimate;
   };
+  // A replica's measured prefill rate is an average over its last few
+  // steps, and one step slowed by the OS can cut it tenfold; clamped to
+  // within 2x of the candidates' median, such noise cannot throw a
+  // replica's cached prefix away, while a genuinely slower replica still
+  // scores slower.
+  std::vector<double> rates;
+  for (const Candidate& c : candidates) {
+    if (c.probe && c.probe->prefill_tokens_per_s > 0.0)
+      rates.push_back(c.probe->prefill_tokens_per_s);
+  }
+  double median = 0.0;
+  if (!rates.empty()) {
+    std::nth_element(rates.begin(), rates.begin() + rates.size() / 2, rates.end());
+    median = rates[rates.size() / 2];
+  }
   std::vector<Scored> scored;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
     // No probe: the load this router knows of, and nothing cached.
     PrefixProbe probe;
     if (c.probe) probe = *c.probe;
+    if (median > 0.0) {
+      // One that has not measured yet (or did not answer) is taken to be
+      // like the others.
+      probe.prefill_tokens_per_s =
+          probe.prefill_tokens_per_s > 0.0
+              ? std::clamp(probe.prefill_tokens_per_s, median / 2, median * 2)
+              : median;
+    }
     scored.push_back(
         {i, estimate_ttft(request.num_prompt_tokens, probe, c.routed_pending_tokens, model_)});
   }

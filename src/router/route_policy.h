@@ -3,7 +3,10 @@
 //
 //   cache-aware  lowest predicted TTFT (TtftEstimate) from each replica's
 //                probe; a replica whose probe did not come back in time is
-//                scored by load alone (as if it held nothing). Ties go to
+//                scored by load alone (as if it held nothing). Measured
+//                prefill rates are clamped to within 2x of the candidates'
+//                median (one noisy measurement must not outweigh a prefix);
+//                a replica that has measured none is taken at the median. Ties go to
 //                the replica with fewer requests in flight from this router,
 //                then to the lower index.
 //   least-load   fewest requests waiting + running (probe), or in flight

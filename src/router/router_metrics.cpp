@@ -95,7 +95,8 @@ std::string RouterMetrics::to_prometheus_text(
     int64_t (*get)(Replica&);
   };
   static const PerReplica kPerReplica[] = {
-      {"strata_router_replica_routed_total", "counter", "Requests sent to the replica.",
+      {"strata_router_replica_routed_total", "counter",
+       "Generation requests sent to the replica (tries included).",
        [](Replica& r) { return r.num_routed.load(); }},
       {"strata_router_replica_retries_total", "counter",
        "Requests retried on another replica after failing here before the first byte.",
@@ -106,10 +107,12 @@ std::string RouterMetrics::to_prometheus_text(
       {"strata_router_replica_ejections_total", "counter",
        "Times the replica's circuit breaker opened.", [](Replica& r) { return r.num_ejections(); }},
       {"strata_router_replica_predicted_cached_tokens_total", "counter",
-       "Prompt tokens the router predicted the replica held (requests whose usage came back).",
+       "Prompt tokens the router predicted the replica held (requests with a probe answer "
+       "whose usage came back).",
        [](Replica& r) { return r.predicted_cached_tokens.load(); }},
       {"strata_router_replica_actual_cached_tokens_total", "counter",
-       "Cached prompt tokens the replica reported in usage (same requests).",
+       "Cached prompt tokens the replica reported in usage (every request whose usage came "
+       "back).",
        [](Replica& r) { return r.actual_cached_tokens.load(); }},
       {"strata_router_replica_in_flight", "gauge", "Requests from the router not finished yet.",
        [](Replica& r) { return r.num_in_flight.load(); }},

@@ -24,8 +24,9 @@ namespace strata::router {
 class LatencyHistogram {
  public:
   // Upper bounds in seconds (Prometheus `le`), +Inf implied.
-  static constexpr std::array<double, 14> kBounds = {
-      0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5};
+  static constexpr std::array<double, 19> kBounds = {
+      0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.0075,
+      0.01,   0.025,   0.05,   0.1,     0.25,  0.5,    1.0,   2.5,   5.0};
   void observe(double seconds);
   // Appends `name`_bucket/_sum/_count lines (HELP and TYPE included).
   void append_prometheus(const std::string& name, const std::string& help, std::string* out) const;

@@ -90,8 +90,16 @@ class RouterServer::Impl {
         upstream_(upstream_options()),
         control_(control_options()),
         probe_client_(probe_options()) {
-    options_.limits.vocab_size = tokenizer.vocab_size();
-    if (options_.limits.max_model_len <= 0) options_.limits.max_model_len = int64_t{1} << 40;
+    // The replicas enforce their own limits (their --max-n and so on): the
+    // router only refuses what no replica could take.
+    server::ProtocolLimits& l = options_.limits;
+    l.vocab_size = tokenizer.vocab_size();
+    if (l.max_model_len <= 0) l.max_model_len = int64_t{1} << 40;
+    l.max_n = std::max(l.max_n, 1 << 16);
+    l.max_stop = std::max(l.max_stop, 1 << 10);
+    l.max_stop_bytes = std::max(l.max_stop_bytes, size_t{1} << 16);
+    l.max_top_logprobs = std::max(l.max_top_logprobs, 1 << 10);
+    l.max_logit_bias = std::max(l.max_logit_bias, 1 << 20);
   }
 
   ~Impl() { stop(); }
@@ -324,6 +332,21 @@ class RouterServer::Impl {
     res->send(200, "application/json", json{{"object", "list"}, {"data", data}}.dump());
   }
 
+  // The replica a session's last request went to: a probe hint only (the
+  // probe, not this, decides), bounded and forgotten wholesale when full.
+  std::string last_replica_of(const std::string& session_key) {
+    if (session_key.empty() || options_.max_probe_candidates == 0) return "";
+    std::lock_guard<std::mutex> lock(session_mu_);
+    auto it = last_replica_.find(session_key);
+    return it == last_replica_.end() ? "" : it->second;
+  }
+  void remember_replica_of(const std::string& session_key, const std::string& url) {
+    if (session_key.empty() || options_.max_probe_candidates == 0) return;
+    std::lock_guard<std::mutex> lock(session_mu_);
+    if (last_replica_.size() >= kMaxRememberedSessions) last_replica_.clear();
+    last_replica_[session_key] = url;
+  }
+
   int32_t block_size_of(const std::string& url) {
     std::lock_guard<std::mutex> lock(block_size_mu_);
     auto it = block_sizes_.find(url);
@@ -349,12 +372,16 @@ class RouterServer::Impl {
 
   // Probes `c` (some of them) in parallel; fills each Candidate's probe
   // with the answers that came back within probe_timeout.
+  // With max_probe_candidates, the least busy (by this router's in-flight
+  // counts) and `session_url`, the replica the session went to last.
   void probe(const std::vector<std::shared_ptr<Replica>>& c, const server::BuiltPrompt& prompt,
-             std::vector<Candidate>* out) {
+             const std::string& session_url, std::vector<Candidate>* out) {
     std::vector<size_t> chosen(c.size());
     for (size_t i = 0; i < c.size(); ++i) chosen[i] = i;
     if (options_.max_probe_candidates > 0 && chosen.size() > options_.max_probe_candidates) {
       std::stable_sort(chosen.begin(), chosen.end(), [&](size_t a, size_t b) {
+        const bool sa = c[a]->url() == session_url, sb = c[b]->url() == session_url;
+        if (sa != sb) return sa;
         return c[a]->num_in_flight.load() < c[b]->num_in_flight.load();
       });
       chosen.resize(options_.max_probe_candidates);
@@ -444,7 +471,7 @@ class RouterServer::Impl {
       cands[i].num_in_flight = c[i]->num_in_flight.load();
       cands[i].routed_pending_tokens = c[i]->routed_pending_tokens.load();
     }
-    if (needs_probes(session_key)) probe(c, prompt, &cands);
+    if (needs_probes(session_key)) probe(c, prompt, last_replica_of(session_key), &cands);
     if (res->is_disconnected()) {
       metrics_.num_client_disconnects.fetch_add(1);
       return;
@@ -455,6 +482,7 @@ class RouterServer::Impl {
       std::lock_guard<std::mutex> lock(policy_mu_);
       choice = policy_.choose(rr, cands);
     }
+    if (!choice.order.empty()) remember_replica_of(session_key, c[choice.order.front()]->url());
     std::vector<ProxyTarget> order;
     for (size_t k : choice.order) {
       ProxyTarget t{c[k], std::nullopt};
@@ -558,6 +586,9 @@ class RouterServer::Impl {
   std::vector<std::weak_ptr<ProxyCall>> calls_;
   std::mutex block_size_mu_;
   std::unordered_map<std::string, int32_t> block_sizes_;
+  static constexpr size_t kMaxRememberedSessions = 65536;
+  std::mutex session_mu_;
+  std::unordered_map<std::string, std::string> last_replica_;
   // Clients before the server: the server's handlers use them, and the
   // server is stopped (its handlers joined) before they are destroyed.
   http::HttpClient upstream_;

@@ -54,8 +54,9 @@ struct RouterOptions {
   std::string replica_api_key;  // sent to replicas; empty = see above
   // How long a request waits for the replicas' probe answers.
   std::chrono::milliseconds probe_timeout{50};
-  // Probe at most this many candidates (the least busy by the router's own
-  // in-flight count); the rest are scored by load alone. 0 = all.
+  // Probe at most this many candidates (the request's session's last
+  // replica, then the least busy by the router's own in-flight count); the
+  // rest are scored by load alone. 0 = all.
   size_t max_probe_candidates = 0;
   // Tries after the first, on the next-best replicas, before the first byte.
   int max_retries = 2;
@@ -72,8 +73,9 @@ struct RouterOptions {
   uint64_t max_body_bytes = uint64_t{4} << 20;
   CircuitBreakerOptions breaker;
   CostModel cost;
-  // vocab_size is filled from the tokenizer; max_model_len is the
-  // replicas' to check (the router passes what it cannot know).
+  // vocab_size is filled from the tokenizer; max_model_len and the count
+  // limits (max_n, max_stop, ...) are raised so that the replicas, which
+  // know their own, decide.
   server::ProtocolLimits limits;
 };
 

@@ -9,8 +9,11 @@ TtftEstimate estimate_ttft(int64_t num_prompt_tokens, const PrefixProbe& probe,
   TtftEstimate e;
   const double prefill_rate = probe.prefill_tokens_per_s > 0.0 ? probe.prefill_tokens_per_s
                                                                : model.default_prefill_tokens_per_s;
-  // The last prompt token is always computed (its logits are needed).
-  const int64_t max_cached = std::max<int64_t>(0, num_prompt_tokens - 1);
+  // The last prompt token is always computed (its logits are needed), and
+  // hits are whole blocks: the engine takes at most (n - 1) / block_size
+  // blocks (KvCacheManager::find_prefix), so the prediction does too.
+  int64_t max_cached = std::max<int64_t>(0, num_prompt_tokens - 1);
+  if (probe.block_size > 0) max_cached -= max_cached % probe.block_size;
   int64_t covered = std::min(probe.num_pool_tokens, max_cached);
   e.num_pool_tokens = covered;
   double load_seconds = 0.0;

@@ -9,8 +9,9 @@
 // The tokens a replica can serve without compute come from its pool first,
 // then from each tier in order (fastest first), each counted from the
 // prompt's start: a tier holding 512 leading tokens adds what lies beyond
-// the pool's hit, up to 512. Rates the replica has not measured yet fall
-// back to CostModel's defaults. Work the router sent there whose first byte
+// the pool's hit, up to 512. At most the whole blocks before the prompt's
+// last token count as cached (the engine computes the last token's block). Rates the replica has
+// not measured yet fall back to CostModel's defaults. Work the router sent there whose first byte
 // has not come back yet may not be in the probe: the queue counts the larger
 // of the two, not both. A plain function of plain values.
 #pragma once

@@ -333,6 +333,7 @@ StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
           if (r->num_output_tokens() > r->spec.min_tokens &&
               std::find(stops.begin(), stops.end(), token) != stops.end()) {
             u.finish_reason = FinishReason::kStop;
+            u.ends_on_stop_token = true;
           } else if (r->num_output_tokens() >= r->spec.max_tokens ||
                      r->num_tokens() >= options_.max_model_len) {
             u.finish_reason = FinishReason::kLength;
@@ -343,7 +344,6 @@ StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
         }
         if (u.finish_reason == FinishReason::kNone && st.ends_request) {
           u.finish_reason = FinishReason::kStop;
-          u.ended_by_grammar = true;
         }
       }
     }

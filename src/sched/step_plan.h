@@ -100,9 +100,9 @@ struct RequestUpdate {
   int32_t new_token = 0;
   std::vector<int32_t> forced_tokens = {};           // appended after new_token (jump-forward)
   FinishReason finish_reason = FinishReason::kNone;  // kNone: still running
-  // kStop because the grammar ended (after an ordinary token, whose text is
-  // output), not because a stop token was sampled (whose text is not).
-  bool ended_by_grammar = false;
+  // kStop because this update's last token is a stop token (EOS or one of
+  // the request's stop_token_ids), as opposed to a grammar's end.
+  bool ends_on_stop_token = false;
   int64_t num_prompt_tokens = 0;
   int64_t num_output_tokens = 0;  // including new_token
   int64_t num_cached_prompt_tokens = 0;

@@ -30,12 +30,14 @@ ApiError final_event_error(const TokenEvent& e) {
 
 GenerationCall::GenerationCall(Engine& engine, TokenTextFn token_text,
                                std::shared_ptr<const Generation> g, http::ResponsePtr response,
-                               std::function<void()> on_engine_done)
+                               std::function<void()> on_engine_done,
+                               std::function<void()> on_answered)
     : engine_(engine),
       token_text_(std::move(token_text)),
       g_(std::move(g)),
       response_(std::move(response)),
-      on_engine_done_(std::move(on_engine_done)) {
+      on_engine_done_(std::move(on_engine_done)),
+      on_answered_(std::move(on_answered)) {
   const size_t n = g_->prompt_ids.size() * static_cast<size_t>(g_->params.n);
   choices_.resize(n);
   for (size_t p = 0; p < g_->echo_texts.size(); ++p) {
@@ -56,6 +58,7 @@ GenerationCall::GenerationCall(Engine& engine, TokenTextFn token_text,
 GenerationCall::~GenerationCall() {
   if (num_open_ > 0) abort();
   release_engine();
+  if (auto answered = std::exchange(on_answered_, nullptr)) answered();
 }
 
 void GenerationCall::release_engine() {
@@ -158,6 +161,9 @@ void GenerationCall::run() {
     }
   }
   const bool is_engine_done = num_open_ <= 0;
+  // The slot is free before the last bytes are queued: a client that sends
+  // its next request right after [DONE] must find it free.
+  if (is_engine_done) release_engine();
   if (is_engine_done && !is_answered_) {
     is_answered_ = true;
     if (g_->params.stream) {
@@ -170,10 +176,10 @@ void GenerationCall::run() {
     if (!frames.empty() && !response_->write(frames)) abort();
     if (is_answered_ && is_engine_done) response_->finish();
   }
-  // After the last bytes are queued (a drain waits for this), before they
-  // are written (a client that sends its next request right after [DONE]
-  // finds the slot free).
-  if (is_engine_done) release_engine();
+  // After the last bytes are queued: a drain waits for this.
+  if (is_engine_done) {
+    if (auto answered = std::exchange(on_answered_, nullptr)) answered();
+  }
 }
 
 void GenerationCall::stream_event(int32_t index, const TokenEvent& ev, std::string* out) {

@@ -11,7 +11,9 @@
 // (HttpResponse::on_disconnect), so the engine frees the KV within one
 // step. A choice that ends in error ends the response with the OpenAI error
 // (a status for a non-streaming request, an error event then [DONE] for a
-// stream) and aborts the other streams. `on_engine_done` runs once, when
+// stream) and aborts the other streams. `on_answered` runs once, after the
+// last bytes of the response were handed to the HttpResponse (a drain waits
+// for it). `on_engine_done` runs once, when
 // the engine has closed every stream (or the call dies first), on whichever
 // thread sees it: the server frees the request's admission slot there.
 #pragma once
@@ -52,7 +54,8 @@ struct Generation {
 class GenerationCall : public EventPump::Task, public std::enable_shared_from_this<GenerationCall> {
  public:
   GenerationCall(Engine& engine, TokenTextFn token_text, std::shared_ptr<const Generation> g,
-                 http::ResponsePtr response, std::function<void()> on_engine_done);
+                 http::ResponsePtr response, std::function<void()> on_engine_done,
+                 std::function<void()> on_answered = nullptr);
   ~GenerationCall() override;
 
   // Takes the engine streams (one per prompt, in order), writes the stream's
@@ -88,6 +91,7 @@ class GenerationCall : public EventPump::Task, public std::enable_shared_from_th
   const std::shared_ptr<const Generation> g_;
   const http::ResponsePtr response_;
   std::function<void()> on_engine_done_;  // cleared once run
+  std::function<void()> on_answered_;     // likewise
 
   // Touched by the pump thread only (run() never runs concurrently), and by
   // start() before the first run.

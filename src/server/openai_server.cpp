@@ -366,15 +366,13 @@ class OpenAiServer::Impl {
       return send_error(res, queue_full());
     }
     const uint64_t key = next_call_key_.fetch_add(1);
-    auto call = std::make_shared<GenerationCall>(engine_, token_text_, g, res, [this, key] {
-      // The engine is done with the request: free its slot at once, before
-      // its last bytes are written, so a client that sends its next request
-      // right after [DONE] finds the slot free.
-      num_in_flight_.fetch_sub(1);
-      std::lock_guard<std::mutex> lock(calls_mu_);
-      calls_.erase(key);
-      if (calls_.empty()) calls_cv_.notify_all();
-    });
+    auto call = std::make_shared<GenerationCall>(
+        engine_, token_text_, g, res, [this] { num_in_flight_.fetch_sub(1); },
+        [this, key] {
+          std::lock_guard<std::mutex> lock(calls_mu_);
+          calls_.erase(key);
+          if (calls_.empty()) calls_cv_.notify_all();
+        });
     std::vector<std::shared_ptr<RequestStream>> streams;
     for (GenerationRequest& r : requests) {
       Result<std::shared_ptr<RequestStream>> stream = engine_.add_request(std::move(r));

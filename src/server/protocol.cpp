@@ -154,8 +154,12 @@ std::optional<ApiError> refuse_unknown(const json& b, std::initializer_list<std:
         is_structured_output_field(key)) {  // structured_output.h
       continue;
     }
-    if (key.size() > 64) return invalid_param("", "Unknown field (name too long).");
-    return invalid_param(key, "Unknown field '" + key + "'; strata does not implement it.");
+    // OpenAI's answer to an unknown argument; the name is in `param` only
+    // (messages never echo what the client sent).
+    ApiError e = invalid_param(key.size() <= 64 ? key : key.substr(0, 64),
+                               "Unrecognized request argument (strata does not implement it).");
+    e.code = "unknown_parameter";
+    return e;
   }
   return std::nullopt;
 }

@@ -5,6 +5,9 @@
 // compared token for token with a cold engine without tiers.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "engine/engine.h"
 #include "kv_tier_test_util.h"
 #include "kvtier/disk_tier.h"
@@ -134,8 +137,13 @@ TEST(KvTierEngine, LoadingRequestWaitsWhileOthersRunThenMatchesCold) {
   EXPECT_FALSE((*loading)->try_pop().has_value());
   gate->set(true);
   std::map<int32_t, ChoiceOutput> out;
-  for (int i = 0; i < 100000 && core->has_unfinished_requests(); ++i) {
-    core->step();
+  // The load finishes on the loader's thread: a count of empty steps can run
+  // out before a busy machine schedules it, so the bound is time.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (core->has_unfinished_requests() && std::chrono::steady_clock::now() < deadline) {
+    if (core->step().num_scheduled_tokens == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     collect(**loading, &out);
   }
   collect(**loading, &out);

@@ -77,7 +77,7 @@ TEST(OutputProcessor, GrammarEndKeepsTheLastTokensText) {
       const bool last = i + 1 == ids.size();
       o.updates.push_back(token(1, ids[i], static_cast<int64_t>(i + 1),
                                 last ? FinishReason::kStop : FinishReason::kNone));
-      o.updates.back().ended_by_grammar = last && by_grammar;
+      o.updates.back().ends_on_stop_token = last && !by_grammar;
       out.process(o, ExecutedStep{}, static_cast<int64_t>(i));
     }
     std::map<int32_t, ChoiceOutput> got;

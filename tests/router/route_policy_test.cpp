@@ -37,6 +37,33 @@ TEST(RoutePolicy, CacheAwareSendsToTheReplicaHoldingThePrefix) {
   EXPECT_EQ(r.estimate->num_cached_tokens, 960);
 }
 
+TEST(RoutePolicy, ANoisyRateMeasurementDoesNotThrowAPrefixAway) {
+  RoutePolicy policy(Policy::kCacheAware, CostModel{});
+  // r1 holds 704 of 1000 tokens but last measured a tenth of the others'
+  // rate: taken at face value it would lose (296 / 100 > 1000 / 1000);
+  // clamped to half the median it wins (296 / 500).
+  std::vector<Candidate> c = {replica(0, 0, 0, 1000.0), replica(1, 704, 0, 100.0),
+                              replica(2, 0, 0, 1000.0)};
+  EXPECT_EQ(policy.choose({1000, ""}, c).order.front(), 1u);
+  // A replica really twice as slow still scores slower on equal holdings.
+  c[1].probe->num_pool_tokens = 0;
+  c[1].probe->prefill_tokens_per_s = 500.0;
+  EXPECT_EQ(policy.choose({1000, ""}, c).order.back(), 1u);
+}
+
+TEST(RoutePolicy, AReplicaThatHasNotMeasuredIsTakenAtTheMedianRate) {
+  RoutePolicy policy(Policy::kCacheAware, CostModel{});  // default 500 tok/s
+  // r0 measured 200 tok/s and holds 480 of 640 tokens: 160 / 200 = 0.8 s.
+  // Fresh r1 at the default would take 640 / 500 = 1.28 s; at the median
+  // (200) 3.2 s. Either way r0; and r1 is not preferred for being unmeasured.
+  std::vector<Candidate> c = {replica(0, 480, 0, 200.0), replica(1, 0, 0, 0.0)};
+  EXPECT_EQ(policy.choose({640, ""}, c).order.front(), 0u);
+  // Holding less (160 of 640): at the default r1 would win (1.28 s < 2.4 s);
+  // like the others, it does not (3.2 s).
+  c[0].probe->num_pool_tokens = 160;
+  EXPECT_EQ(policy.choose({640, ""}, c).order.front(), 0u);
+}
+
 TEST(RoutePolicy, ABusyHolderLosesToAnIdleReplicaThatCanPullFromRedis) {
   RoutePolicy policy(Policy::kCacheAware, CostModel{});
   std::vector<Candidate> c = {replica(0, 1984, 20000), replica(1, 0, 0)};

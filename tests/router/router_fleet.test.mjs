@@ -148,3 +148,22 @@ test('SIGHUP reloads --replicas-file: replicas are added and removed without a r
   assert.equal((await post(r.url, '/v1/completions', { prompt: 'c', ...greedy })).status, 200);
   fs.rmSync(dir, { recursive: true });
 });
+
+test('bad command lines are one clear error line and exit 1', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const { BIN, MODEL } = await import('./fleet.mjs');
+  const cases = [
+    [['router', '-m', MODEL, '--port', '0'], /no replicas/],
+    [['router', '-m', MODEL, '--port', '0', '--replica', 'ftp://x:1'], /only http:\/\/ replicas/],
+    [['router', '-m', MODEL, '--port', '0', '--replica', 'http://h:1', '--policy', 'random'],
+      /unknown --policy 'random'/],
+    [['router', '-m', '/nonexistent.gguf', '--port', '0', '--replica', 'http://h:1'], /error: /],
+    [['router', '-m', MODEL, '--port', '0', '--replicas-file', '/nonexistent'],
+      /cannot read --replicas-file/],
+  ];
+  for (const [args, re] of cases) {
+    const r = spawnSync(BIN, args, { encoding: 'utf8', timeout: 20000 });
+    assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, re);
+  }
+});

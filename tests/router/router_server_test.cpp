@@ -427,6 +427,34 @@ TEST(RouterServer, AnEjectedReplicaGetsNothing) {
   EXPECT_EQ(f.get("/health").response.head.status, 200);  // r1 still serves
 }
 
+TEST(RouterServer, ProbeFanOutIsLimitedToKCandidatesPlusTheSessionsLast) {
+  REQUIRE_MODEL();
+  RouterOptions o;
+  o.max_probe_candidates = 1;
+  Fleet f(3, o);
+  for (auto& r : f.replicas) r->set_probe(probe_with(0));
+  f.replicas[2]->set_probe(probe_with(32));
+  json body = completion();
+  body["user"] = "carol";
+  f.post("/v1/completions", body);
+  int probes = 0;
+  for (auto& r : f.replicas) probes += r->num_probes();
+  EXPECT_EQ(probes, 1);
+  EXPECT_EQ(f.replicas[0]->num_probes(), 1);  // all idle: the first
+  // Carol's session went to r0; her next request probes r0 again, even
+  // while r0 is the busiest in this router's view.
+  f.replicas[0]->set_mode(FakeReplica::Mode::kHang);
+  auto hanging =
+      std::async(std::launch::async, [&] { return f.post("/v1/completions", completion(true)); });
+  ASSERT_TRUE(eventually([&] { return f.replicas[0]->num_generations() == 2; }));
+  f.replicas[0]->set_mode(FakeReplica::Mode::kJson);
+  EXPECT_EQ(f.post("/v1/completions", body).response.head.status, 200);
+  EXPECT_EQ(f.replicas[0]->num_probes(), 3);
+  EXPECT_EQ(f.replicas[1]->num_probes() + f.replicas[2]->num_probes(), 0);
+  f.replicas[0]->stop();  // ends the hanging stream
+  hanging.wait();
+}
+
 TEST(RouterServer, SetReplicasAddsAndDrains) {
   REQUIRE_MODEL();
   Fleet f(1);

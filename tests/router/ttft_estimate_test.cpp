@@ -24,13 +24,16 @@ TEST(TtftEstimate, PoolThenTiersInOrderAndTheLastTokenIsAlwaysComputed) {
   PrefixProbe p = idle();
   p.num_pool_tokens = 256;
   p.tiers = {{"ram", 256, true, 0.0}, {"disk", 768, true, 1000.0}, {"redis", 1024, true, 500.0}};
-  // A 1024-token prompt: at most 1023 cached; the pool 256, RAM adds none
-  // (not beyond the pool), disk 512, Redis 255.
+  // A 1024-token prompt: at most the 63 blocks before the last token
+  // (1008) cached; the pool 256, RAM adds none (not beyond the pool), disk
+  // 512, Redis 240.
   const TtftEstimate e = estimate_ttft(1024, p, 0, CostModel{});
   EXPECT_EQ(e.num_pool_tokens, 256);
-  EXPECT_EQ(e.num_cached_tokens, 1023);
-  EXPECT_EQ(e.num_computed_tokens, 1);
-  EXPECT_NEAR(e.seconds, 512.0 / 1000 + 255.0 / 500 + 1.0 / 1000, 1e-12);
+  EXPECT_EQ(e.num_cached_tokens, 1008);
+  EXPECT_EQ(e.num_computed_tokens, 16);
+  EXPECT_NEAR(e.seconds, 512.0 / 1000 + 240.0 / 500 + 16.0 / 1000, 1e-12);
+  // One more token: all 64 blocks may be hits.
+  EXPECT_EQ(estimate_ttft(1025, p, 0, CostModel{}).num_cached_tokens, 1024);
 }
 
 TEST(TtftEstimate, UnavailableTiersAndUnmeasuredRates) {
