@@ -4,6 +4,13 @@
 // JSON-to-Value conversion a server request pays). Also the one-time parse.
 // The target is well under 1 ms per render.
 //
+// BM_Request/<template> is what one such request costs the server before the
+// engine sees it: the HTTP body (the chat as an OpenAI client sends it:
+// tool-call arguments as JSON strings) parsed as ordered JSON, checked by the
+// protocol (/tokenize's chat form, which takes tools), rendered by the
+// server's ChatTemplate; BM_RequestTokenized adds the tokenizer's encode
+// (the e2e model's 512-token vocabulary, BUILD/models/llama-f32-peaky.gguf).
+//
 // The templates come from llama.cpp's source in node-llama-cpp@3.22.1
 // (oracle/): tests/jinja/jinja_reference.py extracts them into
 // BUILD/jinja_differential_data/templates/ (the jinja_differential ctest
@@ -16,12 +23,18 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "gguf/gguf.h"
 #include "jinja/chat_template_renderer.h"
+#include "server/chat_template.h"
+#include "server/prompt_builder.h"
+#include "server/protocol.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -142,6 +155,82 @@ void BM_Parse(benchmark::State& state, const std::string& source) {
   state.counters["source_bytes"] = static_cast<double>(source.size());
 }
 
+// The tokenizer of the e2e model (null when the models are not generated).
+const strata::Tokenizer* tokenizer() {
+  static const std::unique_ptr<strata::Tokenizer> tok = []() -> std::unique_ptr<strata::Tokenizer> {
+    auto gguf =
+        strata::GgufFile::open(std::string(STRATA_BINARY_DIR) + "/models/llama-f32-peaky.gguf");
+    if (!gguf) return nullptr;
+    auto t = strata::Tokenizer::from_gguf(*gguf);
+    return t ? std::move(*t) : nullptr;
+  }();
+  return tok.get();
+}
+
+// The request body an OpenAI client sends for chat() with tools().
+const std::string& request_body() {
+  static const std::string body = [] {
+    json messages = chat();
+    for (json& m : messages) {
+      if (!m.contains("tool_calls")) continue;
+      for (json& call : m["tool_calls"]) {
+        call["function"]["arguments"] = call["function"]["arguments"].dump();
+      }
+    }
+    return json{
+        {"model", "m"}, {"messages", messages}, {"tools", tools()}, {"add_generation_prompt", true}}
+        .dump();
+  }();
+  return body;
+}
+
+void BM_Request(benchmark::State& state, const std::string& source, bool encode) {
+  if (tokenizer() == nullptr) {
+    state.SkipWithError("models/llama-f32-peaky.gguf missing (scripts/make-models.sh BUILD)");
+    return;
+  }
+  auto tpl = strata::server::ChatTemplate::create(source, *tokenizer());
+  if (!tpl) {
+    state.SkipWithError(tpl.status().message().c_str());
+    return;
+  }
+  const strata::server::PromptBuilder builder(*tokenizer(), *tpl);
+  strata::server::ProtocolLimits limits;
+  limits.vocab_size = tokenizer()->vocab_size();
+  limits.max_model_len = 1 << 20;
+  size_t num = 0;
+  for (auto _ : state) {
+    json body;
+    strata::server::TokenizeRequest req;
+    if (auto e = strata::server::parse_json_body(request_body(), limits, &body)) {
+      state.SkipWithError(e->message.c_str());
+      return;
+    }
+    if (auto e = strata::server::parse_tokenize_request(body, limits, &req)) {
+      state.SkipWithError(e->message.c_str());
+      return;
+    }
+    if (encode) {
+      std::vector<int32_t> ids;
+      if (auto e = builder.tokenize(req, &ids)) {
+        state.SkipWithError(e->message.c_str());
+        return;
+      }
+      num = ids.size();
+      benchmark::DoNotOptimize(ids.data());
+    } else {
+      std::string text;
+      if (auto e = builder.chat_text(req.chat, &text)) {
+        state.SkipWithError(e->message.c_str());
+        return;
+      }
+      num = text.size();
+      benchmark::DoNotOptimize(text.data());
+    }
+  }
+  state.counters[encode ? "prompt_tokens" : "prompt_bytes"] = static_cast<double>(num);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -156,6 +245,12 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((std::string("BM_Render/") + name).c_str(), BM_Render, source)
         ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark((std::string("BM_Parse/") + name).c_str(), BM_Parse, source)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((std::string("BM_Request/") + name).c_str(), BM_Request, source,
+                                 false)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((std::string("BM_RequestTokenized/") + name).c_str(), BM_Request,
+                                 source, true)
         ->Unit(benchmark::kMicrosecond);
   }
   benchmark::Initialize(&argc, argv);

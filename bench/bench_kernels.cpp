@@ -11,8 +11,10 @@
 // Run: build-*/bench_kernels --benchmark_filter=... [--threads via STRATA_BENCH_THREADS]
 #include <benchmark/benchmark.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -20,10 +22,12 @@
 #include <random>
 #include <vector>
 
+#include "kernels/amx_support.h"
 #include "kernels/attention.h"
 #include "kernels/dispatch.h"
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_unit.h"
 #include "kernels/ops.h"
 #include "kernels/packed_weight.h"
 #include "kernels/quant.h"
@@ -111,6 +115,55 @@ void matmul_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Matmul)->Apply(matmul_args);
 
+// AMX vs VNNI side by side on the same packed Q8_0/Q4_0 weight (unit 0 =
+// VNNI, 1 = AMX forced; the two give the same bits). Skipped without AMX.
+// Counter GOPS = 2 * rows * cols * n / time; time as in BM_ModelStepUnit.
+void BM_MatmulUnit(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t rows = state.range(1), cols = state.range(2), n = state.range(3);
+  const bool amx = state.range(4) != 0;
+  if (!amx_support().usable()) {
+    state.SkipWithError(amx_support().reason());
+    return;
+  }
+  auto w = make_weight(type, rows, cols, 1);
+  const auto x = random_floats(n * cols, 2);
+  std::vector<float> y(n * rows);
+  const bool cpu_time = pool().num_threads() == 1;  // see BM_ModelStepUnit
+  const AmxMode previous = amx_mode();
+  set_amx_mode(amx ? AmxMode::kForced : AmxMode::kOff);
+  for (auto _ : state) {
+    timespec t0{}, t1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    const auto w0 = std::chrono::steady_clock::now();
+    matmul(w->view, x.data(), n, y.data(), pool());
+    const auto w1 = std::chrono::steady_clock::now();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    benchmark::DoNotOptimize(y.data());
+    state.SetIterationTime(cpu_time ? (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)
+                                    : std::chrono::duration<double>(w1 - w0).count());
+  }
+  set_amx_mode(previous);
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GOPS"] =
+      benchmark::Counter(iters * 2e-9 * rows * cols * n, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(type)) + (amx ? " amx" : " vnni") +
+                 (cpu_time ? " (thread cpu time)" : " (wall time)"));
+}
+BENCHMARK(BM_MatmulUnit)
+    ->ArgsProduct({{static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0)},
+                   {2048, 5632},
+                   {2048},
+                   {16, 32, 128, 512},
+                   {0, 1}})
+    ->Args({static_cast<int64_t>(DType::kQ8_0), 2048, 5632, 512, 0})
+    ->Args({static_cast<int64_t>(DType::kQ8_0), 2048, 5632, 512, 1})
+    ->Args({static_cast<int64_t>(DType::kQ4_0), 2048, 5632, 512, 0})
+    ->Args({static_cast<int64_t>(DType::kQ4_0), 2048, 5632, 512, 1})
+    ->ArgNames({"type", "rows", "cols", "n", "amx"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime();
+
 // Every matmul of a TinyLlama-1.1B forward pass over n tokens; layout 1 =
 // as a model loads (packed where this CPU repacks), 0 = the GGUF layout.
 void BM_ModelStep(benchmark::State& state) {
@@ -165,6 +218,66 @@ BENCHMARK(BM_ModelStep)
     ->ArgNames({"type", "n", "layout"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// Every layer matmul of a TinyLlama-1.1B forward pass over n tokens (22
+// layers; the output projection, which runs on one row in prefill, left
+// out), packed as a model loads, on VNNI (amx:0) or AMX (amx:1), the two
+// side by side in one run. On a shared machine, wall time measures the
+// neighbours too: with STRATA_BENCH_THREADS=1 the time is this thread's CPU
+// time (the pool of one runs on it), which they do not inflate.
+void BM_ModelStepUnit(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t n = state.range(1);
+  const bool amx = state.range(2) != 0;
+  if (!amx_support().usable()) {
+    state.SkipWithError(amx_support().reason());
+    return;
+  }
+  constexpr int kLayers = 22;
+  constexpr int64_t kHidden = 2048, kFfn = 5632, kKv = 256;
+  std::vector<std::unique_ptr<BenchWeight>> weights;
+  uint32_t seed = 10;
+  for (int l = 0; l < kLayers; ++l) {
+    for (const auto& [rows, cols] :
+         std::initializer_list<std::pair<int64_t, int64_t>>{{kHidden, kHidden},
+                                                            {kKv, kHidden},
+                                                            {kKv, kHidden},
+                                                            {kHidden, kHidden},
+                                                            {kFfn, kHidden},
+                                                            {kFfn, kHidden},
+                                                            {kHidden, kFfn}}) {
+      weights.push_back(make_weight(type, rows, cols, seed++));
+    }
+  }
+  const auto x = random_floats(n * kFfn, 3);
+  std::vector<float> y(n * kFfn);
+  const bool cpu_time = pool().num_threads() == 1;
+  const AmxMode previous = amx_mode();
+  set_amx_mode(amx ? AmxMode::kForced : AmxMode::kOff);
+  for (auto _ : state) {
+    timespec t0{}, t1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    const auto w0 = std::chrono::steady_clock::now();
+    for (const auto& w : weights) matmul(w->view, x.data(), n, y.data(), pool());
+    const auto w1 = std::chrono::steady_clock::now();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    benchmark::DoNotOptimize(y.data());
+    state.SetIterationTime(cpu_time ? (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)
+                                    : std::chrono::duration<double>(w1 - w0).count());
+  }
+  set_amx_mode(previous);
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["tok_per_s"] = benchmark::Counter(iters * n, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(type)) + (amx ? " amx" : " vnni") +
+                 (cpu_time ? " (thread cpu time)" : " (wall time)"));
+}
+BENCHMARK(BM_ModelStepUnit)
+    ->ArgsProduct({{static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0)},
+                   {1, 8, 32, 128, 512},
+                   {0, 1}})
+    ->ArgNames({"type", "n", "amx"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime();
 
 // Paged attention at TinyLlama shapes (32 query / 4 KV heads of 64, blocks
 // of 16). Args: ctx = context of the chunk's sequence, n = tokens of that

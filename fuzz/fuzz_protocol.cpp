@@ -115,6 +115,9 @@ const std::set<std::string>& known_params() {
       "guided_grammar",
       "structured_outputs",
       "prompt_logprobs",
+      "continue_final_message",
+      "chat_template_kwargs",
+      "documents",
   };
   return params;
 }

@@ -162,6 +162,7 @@ struct RouterCommandOptions {
   int32_t block_size = 16;
   int32_t num_io_threads = 2;
   int32_t num_worker_threads = 8;
+  std::string chat_template_path;  // --chat-template; empty = the model's
 };
 CLI::App* add_router_command(CLI::App* app, RouterCommandOptions* opt);
 int run_router(const RouterCommandOptions& opt);

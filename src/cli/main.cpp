@@ -175,6 +175,11 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--log-interval", serve.server.log_interval_s, "Seconds; 0 = off")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
+  serve_cmd->add_option("--chat-template", serve.server.chat_template_path,
+                        "Jinja chat template file (default: the model's, else ChatML)");
+  serve_cmd->add_option(
+      "--reasoning-parser", serve.server.reasoning_parser_name,
+      "Split chat output into reasoning_content and content: deepseek_r1 | qwen3");
   strata::cli::add_engine_flags(serve_cmd, &serve.engine);
 
   strata::cli::RouterCommandOptions router;

@@ -86,6 +86,9 @@ CLI::App* add_router_command(CLI::App* app, RouterCommandOptions* opt) {
                   "Threads that tokenize and wait for probes")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--chat-template", opt->chat_template_path,
+                  "Jinja chat template file, as the replicas' --chat-template (default: the "
+                  "model's, else ChatML)");
   return cmd;
 }
 
@@ -108,7 +111,21 @@ int run_router(const RouterCommandOptions& opt) {
   Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::from_gguf(*gguf);
   if (!tokenizer) return fail(tokenizer.status());
 
+  // Prompts must be built exactly as the replicas build them.
+  Result<server::ChatTemplate> chat_template =
+      opt.chat_template_path.empty()
+          ? server::ChatTemplate::for_model(**tokenizer)
+          : server::ChatTemplate::from_file(opt.chat_template_path, **tokenizer);
+  if (!chat_template) return fail(chat_template.status());
+  if (!opt.chat_template_path.empty()) {
+    std::fprintf(stderr, "[router] chat template: %s (--chat-template)\n",
+                 opt.chat_template_path.c_str());
+  } else if (chat_template->is_fallback()) {
+    std::fprintf(stderr, "[router] the model has no chat template; falling back to ChatML\n");
+  }
+
   router::RouterOptions o;
+  o.chat_template = std::make_shared<const server::ChatTemplate>(std::move(*chat_template));
   o.host = opt.host;
   o.port = static_cast<uint16_t>(opt.port);
   o.replicas = opt.replicas;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -50,6 +51,13 @@ int run_serve(const ServeOptions& opt) {
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // Flag mistakes fail before the model loads.
+  std::optional<server::ReasoningParserKind> reasoning =
+      server::reasoning_parser_from_name(opt.server.reasoning_parser_name);
+  if (!reasoning) {
+    return fail(invalid_argument("unknown --reasoning-parser '" + opt.server.reasoning_parser_name +
+                                 "' (expected deepseek_r1 or qwen3)"));
+  }
   const auto start = std::chrono::steady_clock::now();
   const std::string path = opt.model_path.empty() ? default_model_path() : opt.model_path;
   Result<ModelWeights> weights = ModelWeights::open(path);
@@ -69,6 +77,23 @@ int run_serve(const ServeOptions& opt) {
   }
 
   server::ServerOptions so = opt.server;
+  so.reasoning_parser = *reasoning;
+  // The template every chat request renders: --chat-template FILE, else the
+  // model's own, else ChatML. One that does not parse stops the start-up.
+  const bool has_own_template = (*tokenizer)->has_chat_template();
+  Result<server::ChatTemplate> chat_template =
+      so.chat_template_path.empty()
+          ? server::ChatTemplate::for_model(**tokenizer)
+          : server::ChatTemplate::from_file(so.chat_template_path, **tokenizer);
+  if (!chat_template) {
+    return fail(Status(chat_template.status().code(),
+                       chat_template.status().message() +
+                           (so.chat_template_path.empty()
+                                ? " (the model's tokenizer.chat_template; --chat-template FILE "
+                                  "overrides it)"
+                                : "")));
+  }
+  so.chat_template = std::make_shared<const server::ChatTemplate>(std::move(*chat_template));
   so.served_model_name = opt.served_model_name.empty() ? std::filesystem::path(path).stem().string()
                                                        : opt.served_model_name;
   so.max_body_bytes = *max_body;
@@ -81,12 +106,19 @@ int run_serve(const ServeOptions& opt) {
   }
   server::OpenAiServer server(**engine, **tokenizer, so);
   if (Status s = server.bind(); !s.is_ok()) return fail(s);
-  if (server.chat_template().is_fallback()) {
-    std::fprintf(
-        stderr, "[serve] the model's chat template is %s; using the built-in ChatML template\n",
-        (*tokenizer)->has_chat_template() ? "not one of the recognized families" : "absent");
+  if (!so.chat_template_path.empty()) {
+    std::fprintf(stderr, "[serve] chat template: %s (--chat-template)\n",
+                 so.chat_template_path.c_str());
+  } else if (has_own_template) {
+    std::fprintf(stderr, "[serve] chat template: the model's (tokenizer.chat_template)\n");
   } else {
-    std::fprintf(stderr, "[serve] chat template: %s\n", server.chat_template().name());
+    std::fprintf(stderr,
+                 "[serve] the model has no chat template; falling back to ChatML "
+                 "(--chat-template FILE sets one)\n");
+  }
+  if (so.reasoning_parser != server::ReasoningParserKind::kNone) {
+    std::fprintf(stderr, "[serve] reasoning parser: %s\n",
+                 server::reasoning_parser_name(so.reasoning_parser));
   }
   std::fprintf(stderr,
                "[serve] model %s as \"%s\", max_model_len %lld, listening on http://%s:%d\n",

@@ -7,7 +7,9 @@
 #include <thread>
 
 #include "cli/engine_flags.h"
+#include "kernels/amx_support.h"
 #include "kernels/dispatch.h"
+#include "kernels/matmul_unit.h"
 #include "runtime/kv_storage.h"
 
 namespace strata::cli {
@@ -80,6 +82,12 @@ std::vector<std::string> startup_log_lines(const std::string& model_path,
                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   lines.push_back(printf_string("kernels: %s, %d thread%s", kernel_isa_name(kernel_isa()),
                                 num_threads, num_threads == 1 ? "" : "s"));
+  // AMX tiles: which unit each matmul shape runs on, as measured at load.
+  if (amx_support().usable()) {
+    for (const std::string& line : matmul_unit_summary()) lines.push_back(line);
+  } else {
+    lines.push_back(std::string("AMX: off (") + amx_support().reason() + ")");
+  }
 
   const int64_t num_blocks = engine.num_kv_blocks();
   const int64_t num_tokens = num_blocks * o.block_size;

@@ -7,7 +7,10 @@
 // set_kernel_isa() to force a path, so one process can check each; the
 // setting is process-wide (an atomic), so do not flip it while kernels run.
 // kAvx512Vnni is a superset of kAvx2: kernels without an AVX-512 version
-// run their AVX2 one (test with kernel_isa_has_avx2()).
+// run their AVX2 one (test with kernel_isa_has_avx2()). STRATA_KERNEL_ISA=amx
+// keeps the detected ISA and forces the AMX tile unit for packed Q8_0/Q4_0
+// matmuls where the CPU has it; any other value turns AMX off (see
+// kernels/matmul_unit.h, which picks AMX or VNNI per shape otherwise).
 #pragma once
 
 namespace strata {

@@ -4,10 +4,12 @@
 #include <vector>
 
 #include "kernels/dispatch.h"
+#include "kernels/matmul_amx.h"
 #include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/matmul_float_avx512.h"
 #include "kernels/matmul_kquant_avx512.h"
+#include "kernels/matmul_unit.h"
 #include "kernels/vec_dot.h"
 
 namespace strata {
@@ -59,6 +61,10 @@ constexpr MatmulBackend kAvx2Backend = {avx2::activation_row_bytes, avx2::encode
 constexpr MatmulBackend kAvx512QuantBackend = {avx512::activation_row_bytes,
                                                avx512::encode_activation_row, avx512::split_rows,
                                                avx512::matmul_rows};
+// The AMX kernel reads the VNNI kernel's activation encoding and layout.
+constexpr MatmulBackend kAmxQuantBackend = {avx512::activation_row_bytes,
+                                            avx512::encode_activation_row, avx512::split_rows,
+                                            amx::matmul_rows};
 constexpr MatmulBackend kAvx512KQuantBackend = {
     avx512_kquant::activation_row_bytes, avx512_kquant::encode_activation_row,
     avx512_kquant::split_rows, avx512_kquant::matmul_rows};
@@ -69,9 +75,13 @@ constexpr MatmulBackend kAvx512FloatBackend = {avx512_float::activation_row_byte
 // The kernels for a weight on this CPU. One family serves every n, so a
 // token's outputs never depend on the batch it is in. A kTiled16 weight was
 // packed because this CPU runs the AVX-512 VNNI kernel, which alone reads
-// that layout (even if a test has since capped the ISA).
-const MatmulBackend& backend_for(const WeightView& w) {
-  if (w.layout == WeightLayout::kTiled16) return kAvx512QuantBackend;
+// that layout (even if a test has since capped the ISA), or, per shape and
+// n, the AMX kernel, which reads it too and gives the same bits
+// (kernels/matmul_unit.h).
+const MatmulBackend& backend_for(const WeightView& w, int64_t n) {
+  if (w.layout == WeightLayout::kTiled16) {
+    return matmul_unit_for(w, n) == MatmulUnit::kAmx ? kAmxQuantBackend : kAvx512QuantBackend;
+  }
   const DType type = w.type;
   const KernelIsa isa = kernel_isa();
   if (isa == KernelIsa::kAvx512Vnni) {
@@ -87,7 +97,7 @@ const MatmulBackend& backend_for(const WeightView& w) {
 
 void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   if (n <= 0 || w.rows <= 0) return;
-  const MatmulBackend& be = backend_for(w);
+  const MatmulBackend& be = backend_for(w, n);
   const size_t x_row_bytes = be.activation_row_bytes(w.type, w.cols);
   const uint8_t* x_enc = reinterpret_cast<const uint8_t*>(x);
   if (vec_dot::activation_type(w.type) != DType::kF32) {

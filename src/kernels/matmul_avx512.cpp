@@ -508,6 +508,10 @@ void pack_tiles(const WeightView& w, int64_t tile_begin, int64_t tile_end, void*
   }
 }
 
+size_t tiled_quant_block_bytes(DType weight_type) {
+  return tiled_quant_bytes(weight_type);
+}
+
 bool matmul_supports(DType weight_type) {
   return weight_type == DType::kQ4_0 || weight_type == DType::kQ8_0;
 }

@@ -28,6 +28,13 @@ size_t activation_row_bytes(DType weight_type, int64_t cols);
 // independent, so threads may pack disjoint ranges at once.
 constexpr int64_t kTiledRows = 16;  // rows per tile, one int32 lane each
 size_t tiled_bytes(DType weight_type, int64_t rows, int64_t cols);
+// Within a kTiled16 tile of nb blocks: block b's quants start at
+// b * tiled_quant_block_bytes(type) (Q8_0: eight 64-byte rows, row k = the
+// 16 rows' group k as unsigned bytes q + 128; Q4_0: four 64-byte rows of
+// nibble pairs, low nibbles group k, high nibbles group k + 4), and block
+// b's 16 fp16 scales at nb * tiled_quant_block_bytes(type) + 32 * b. The AMX
+// kernel (matmul_amx.cpp) reads the same bytes.
+size_t tiled_quant_block_bytes(DType weight_type);
 void pack_tiles(const WeightView& w, int64_t tile_begin, int64_t tile_end, void* dst);
 
 // Thread ith's share of the weight rows, aligned to the 16-row tile.

@@ -9,7 +9,9 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/amx_support.h"
 #include "kernels/dispatch.h"
+#include "kernels/matmul_amx.h"
 
 // GCC 12 reports the deliberately undefined upper lanes inside the AVX-512
 // reductions as uninitialized.
@@ -184,6 +186,13 @@ double measure_peak_int8_gops(ThreadPool& pool) {
                      [](int, int) { return dot_loop_avx2(); });
   }
   return 0.0;
+}
+
+double measure_peak_amx_int8_gops(ThreadPool& pool) {
+  if (!amx_support().usable()) return 0.0;
+  constexpr int64_t kTileIters = 1 << 16;
+  return best_rate(pool, kTileIters * 4.0 * 16 * 16 * 32 * 2 / 1e9,
+                   [](int, int) { return amx::tile_dot_loop(kTileIters); });
 }
 
 }  // namespace strata

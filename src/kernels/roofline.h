@@ -23,4 +23,10 @@ double measure_peak_fp32_gflops(ThreadPool& pool);
 // vpdpbusd, or AVX2 vpmaddubsw + vpmaddwd), in GOP/s (one MAC = 2 OPs).
 double measure_peak_int8_gops(ThreadPool& pool);
 
+// Peak int8 rate of the AMX tile unit in the shape the AMX matmul uses
+// (TDPBSSD on 16x16 int32 tiles, K = 32 per block), in GOP/s; 0 when this
+// CPU/OS cannot run AMX (kernels/amx_support.h). The prefill floor on such
+// a CPU is set by this, not by measure_peak_int8_gops().
+double measure_peak_amx_int8_gops(ThreadPool& pool);
+
 }  // namespace strata

@@ -83,8 +83,8 @@ class RouterServer::Impl {
   Impl(const Tokenizer& tokenizer, RouterOptions options)
       : tokenizer_(tokenizer),
         options_(std::move(options)),
-        chat_template_(server::ChatTemplate::detect(tokenizer.chat_template())),
-        builder_(tokenizer_, chat_template_),
+        chat_template_(server::chat_template_or_model(options_.chat_template, tokenizer)),
+        builder_(tokenizer_, *chat_template_),
         replicas_(options_.breaker, &clock_),
         policy_(options_.policy, options_.cost),
         upstream_(upstream_options()),
@@ -445,7 +445,7 @@ class RouterServer::Impl {
   void generation(http::HttpRequest req, http::ResponsePtr res, bool is_chat) {
     const auto t0 = SteadyTime::now();
     metrics_.num_requests.fetch_add(1);
-    json body;
+    nlohmann::ordered_json body;  // ordered: the template sees the client's key order
     if (auto e = server::parse_json_body(req.body, options_.limits, &body)) {
       res->send(api_error_reply(*e));
       return;
@@ -574,7 +574,7 @@ class RouterServer::Impl {
 
   const Tokenizer& tokenizer_;
   RouterOptions options_;
-  server::ChatTemplate chat_template_;
+  std::shared_ptr<const server::ChatTemplate> chat_template_;
   server::PromptBuilder builder_;
   SteadyClock clock_;
   ReplicaSet replicas_;

@@ -39,6 +39,7 @@
 #include "router/route_policy.h"
 #include "router/router_metrics.h"
 #include "router/ttft_estimate.h"
+#include "server/chat_template.h"
 #include "server/protocol.h"
 #include "tokenizer/tokenizer.h"
 #include "util/status.h"
@@ -77,6 +78,9 @@ struct RouterOptions {
   // limits (max_n, max_stop, ...) are raised so that the replicas, which
   // know their own, decide.
   server::ProtocolLimits limits;
+  // The chat template prompts are built with (as the replicas' --chat-template);
+  // null: the model's own, or ChatML.
+  std::shared_ptr<const server::ChatTemplate> chat_template;
 };
 
 // Replica URLs from a --replicas-file: one per line; blank lines and lines

@@ -6,6 +6,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_unit.h"
 #include "kernels/ops.h"
 
 namespace strata {
@@ -24,6 +25,18 @@ ModelRunner::ModelRunner(const ModelWeights& weights, KvStorage& kv, ThreadPool&
   gate_.resize(n * c.ffn_dim);
   up_.resize(n * c.ffn_dim);
   tables_.resize(n);
+  // Which int8 unit (AMX or VNNI) runs each matmul shape, per token count,
+  // measured once per process and shape (a no-op without AMX). Any choice
+  // gives the same bits; this only picks the faster.
+  if (!weights.layers().empty()) {
+    const LayerWeights& l = weights.layers().front();
+    std::vector<int64_t> counts;
+    for (int64_t t : scheduler_token_counts()) {
+      if (t <= max_batch_tokens) counts.push_back(t);
+    }
+    calibrate_matmul_units(
+        {l.attn_q, l.attn_k, l.attn_v, l.attn_output, l.ffn_gate, l.ffn_up, l.ffn_down}, counts);
+  }
 }
 
 Status ModelRunner::validate(const ForwardBatch& b) const {

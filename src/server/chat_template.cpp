@@ -1,179 +1,101 @@
 #include "server/chat_template.h"
 
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
 namespace strata::server {
 namespace {
 
-bool contains(std::string_view s, std::string_view what) {
-  return s.find(what) != std::string_view::npos;
-}
+// ChatML, for models that ship no template. Content that is not a string
+// (an assistant turn with only tool calls) renders as empty text.
+constexpr std::string_view kChatMl =
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' }}"
+    "{%- if message['content'] is string %}{{- message['content'] }}{%- endif %}"
+    "{{- '<|im_end|>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
-std::string_view trim(std::string_view s) {
-  const char* ws = " \t\n\r";
-  const size_t b = s.find_first_not_of(ws);
-  if (b == std::string_view::npos) return {};
-  const size_t e = s.find_last_not_of(ws);
-  return s.substr(b, e - b + 1);
-}
-
-// The system text (system and developer messages joined), and the rest.
-std::string leading_system(const std::vector<ChatMessage>& messages, size_t* first_other) {
-  std::string system;
-  size_t i = 0;
-  while (i < messages.size() && (messages[i].role == "system" || messages[i].role == "developer")) {
-    if (!system.empty()) system += "\n\n";
-    system += messages[i].content;
-    ++i;
-  }
-  *first_other = i;
-  return system;
+std::optional<std::string> token_text(const Tokenizer& tokenizer, int32_t id) {
+  if (id < 0 || id >= tokenizer.vocab_size()) return std::nullopt;
+  return tokenizer.token_text(id);
 }
 
 }  // namespace
 
-ChatTemplate ChatTemplate::detect(std::string_view src) {
-  ChatTemplate t;
-  if (contains(src, "<|im_start|>")) {
-    t.kind_ = ChatTemplateKind::kChatMl;
-    // A default system prompt (Qwen2, Qwen2.5): a literal system turn in
-    // the template source, "\n" written as an escape there.
-    const std::string_view open = "<|im_start|>system\\n";
-    for (size_t at = src.find(open); at != std::string_view::npos; at = src.find(open, at + 1)) {
-      const size_t begin = at + open.size();
-      const size_t end = src.find("<|im_end|>", begin);
-      if (end == std::string_view::npos) break;
-      const std::string_view text = src.substr(begin, end - begin);
-      if (!text.empty() && text.find_first_of("{}'\"+") == std::string_view::npos) {
-        t.default_system_ = std::string(text);
-        break;
-      }
-    }
-  } else if (contains(src, "<|start_header_id|>")) {
-    t.kind_ = ChatTemplateKind::kLlama3;
-    t.has_date_header_ = contains(src, "Cutting Knowledge Date");
-  } else if (contains(src, "<start_of_turn>")) {
-    t.kind_ = ChatTemplateKind::kGemma;
-  } else if (contains(src, "<|user|>") && contains(src, "<|end|>")) {
-    t.kind_ = ChatTemplateKind::kPhi3;
-    t.eos_text_ = "<|endoftext|>";
-  } else if (contains(src, "[INST]")) {
-    t.kind_ = contains(src, "<<SYS>>") ? ChatTemplateKind::kLlama2 : ChatTemplateKind::kMistral;
-  } else {
-    t.kind_ = ChatTemplateKind::kChatMl;
-    t.is_fallback_ = true;
+std::string_view ChatTemplate::chatml_source() {
+  return kChatMl;
+}
+
+Result<ChatTemplate> ChatTemplate::create(std::string_view source, const Tokenizer& tokenizer) {
+  const bool is_fallback = source.empty();
+  jinja::ChatTemplateOptions options;
+  options.bos_token = token_text(tokenizer, tokenizer.bos_id());
+  options.eos_token = token_text(tokenizer, tokenizer.eos_id());
+  if (auto unk = token_text(tokenizer, tokenizer.unk_id())) {
+    options.special_tokens.emplace_back("unk_token", *unk);
   }
+  if (auto pad = token_text(tokenizer, tokenizer.pad_id())) {
+    options.special_tokens.emplace_back("pad_token", *pad);
+  }
+  auto renderer =
+      jinja::ChatTemplateRenderer::create(is_fallback ? kChatMl : source, std::move(options));
+  if (!renderer.is_ok()) {
+    return Status(StatusCode::kInvalidArgument, "chat template: " + renderer.error().to_string());
+  }
+  return ChatTemplate(
+      std::make_shared<const jinja::ChatTemplateRenderer>(std::move(renderer).value()),
+      is_fallback);
+}
+
+Result<ChatTemplate> ChatTemplate::for_model(const Tokenizer& tokenizer) {
+  return create(tokenizer.chat_template(), tokenizer);
+}
+
+Result<ChatTemplate> ChatTemplate::from_file(const std::string& path, const Tokenizer& tokenizer) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(StatusCode::kNotFound, "--chat-template: cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (text.str().empty()) {
+    return Status(StatusCode::kInvalidArgument, "--chat-template: " + path + " is empty");
+  }
+  Result<ChatTemplate> t = create(text.str(), tokenizer);
+  if (!t) return Status(t.status().code(), path + ": " + t.status().message());
   return t;
 }
 
-const char* ChatTemplate::name() const {
-  switch (kind_) {
-    case ChatTemplateKind::kChatMl:
-      return "chatml";
-    case ChatTemplateKind::kLlama3:
-      return "llama3";
-    case ChatTemplateKind::kLlama2:
-      return "llama2";
-    case ChatTemplateKind::kMistral:
-      return "mistral";
-    case ChatTemplateKind::kGemma:
-      return "gemma";
-    case ChatTemplateKind::kPhi3:
-      return "phi3";
+std::optional<ApiError> ChatTemplate::render(const nlohmann::ordered_json& messages,
+                                             const jinja::ChatRenderParams& params,
+                                             std::string* out) const {
+  jinja::Expected<std::string> text = renderer_->render(messages, params);
+  if (!text.is_ok()) {
+    const jinja::TemplateError& e = text.error();
+    // raise_exception's message verbatim (it is the template's answer to the
+    // client); other failures say where in the template they happened.
+    return invalid_param("messages", e.kind() == jinja::ErrorKind::kRaised
+                                         ? e.message()
+                                         : "The chat template failed: " + e.to_string());
   }
-  return "chatml";
+  *out = std::move(text).value();
+  return std::nullopt;
 }
 
-std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
-                                 bool add_generation_prompt) const {
-  std::string out;
-  switch (kind_) {
-    case ChatTemplateKind::kChatMl: {
-      const bool has_system =
-          !messages.empty() && (messages[0].role == "system" || messages[0].role == "developer");
-      if (!has_system && !default_system_.empty()) {
-        out += "<|im_start|>system\n" + default_system_ + "<|im_end|>\n";
-      }
-      for (const ChatMessage& m : messages) {
-        const std::string& role = m.role == "developer" ? std::string("system") : m.role;
-        out += "<|im_start|>" + role + "\n" + m.content + "<|im_end|>\n";
-      }
-      if (add_generation_prompt) out += "<|im_start|>assistant\n";
-      break;
-    }
-    case ChatTemplateKind::kLlama3: {
-      size_t i = 0;
-      if (has_date_header_) {
-        // Llama 3.1: a system turn always comes first, dated.
-        const std::string system = leading_system(messages, &i);
-        out += "<|start_header_id|>system<|end_header_id|>\n\n";
-        out += "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n";
-        out += trim(system);
-        out += "<|eot_id|>";
-      }
-      for (; i < messages.size(); ++i) {
-        const ChatMessage& m = messages[i];
-        const std::string role = m.role == "developer" ? "system"
-                                 : m.role == "tool"    ? "ipython"
-                                                       : m.role;
-        out += "<|start_header_id|>" + role + "<|end_header_id|>\n\n";
-        out += trim(m.content);
-        out += "<|eot_id|>";
-      }
-      if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-      break;
-    }
-    case ChatTemplateKind::kGemma: {
-      size_t i = 0;
-      const std::string system = leading_system(messages, &i);
-      bool is_first = true;
-      for (; i < messages.size(); ++i) {
-        const ChatMessage& m = messages[i];
-        const std::string role = m.role == "assistant" ? "model" : m.role;
-        std::string content(trim(m.content));
-        if (is_first && !system.empty()) content = system + "\n\n" + content;
-        is_first = false;
-        out += "<start_of_turn>" + role + "\n" + content + "<end_of_turn>\n";
-      }
-      if (add_generation_prompt) out += "<start_of_turn>model\n";
-      break;
-    }
-    case ChatTemplateKind::kPhi3: {
-      for (const ChatMessage& m : messages) {
-        const std::string role = m.role == "developer" ? "system" : m.role;
-        out += "<|" + role + "|>\n" + m.content + "<|end|>\n";
-      }
-      out += add_generation_prompt ? std::string("<|assistant|>\n") : eos_text_;
-      break;
-    }
-    case ChatTemplateKind::kLlama2:
-    case ChatTemplateKind::kMistral: {
-      size_t i = 0;
-      const std::string system = leading_system(messages, &i);
-      bool is_first_user = true;
-      for (; i < messages.size(); ++i) {
-        const ChatMessage& m = messages[i];
-        if (m.role == "assistant") {
-          if (kind_ == ChatTemplateKind::kLlama2) {
-            out += " " + std::string(trim(m.content)) + " " + eos_text_;
-          } else {
-            out += m.content + eos_text_;
-          }
-          continue;
-        }
-        // Llama 2 strips the (system-prefixed) user turn; Mistral does not.
-        std::string user = m.content;
-        if (is_first_user && !system.empty()) {
-          user = kind_ == ChatTemplateKind::kLlama2 ? "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + user
-                                                    : system + "\n\n" + user;
-        }
-        if (kind_ == ChatTemplateKind::kLlama2) user = std::string(trim(user));
-        is_first_user = false;
-        if (kind_ == ChatTemplateKind::kLlama2 && !out.empty()) out += "<s>";
-        out += "[INST] " + user + " [/INST]";
-      }
-      break;
-    }
+bool ChatTemplate::starts_with_bos(std::string_view prompt) const {
+  return renderer_->starts_with_bos(prompt);
+}
+
+std::shared_ptr<const ChatTemplate> chat_template_or_model(
+    std::shared_ptr<const ChatTemplate> given, const Tokenizer& tokenizer) {
+  if (given != nullptr) return given;
+  Result<ChatTemplate> own = ChatTemplate::for_model(tokenizer);
+  if (!own) {
+    std::fprintf(stderr, "warning: the model's %s; using ChatML\n", own.status().message().c_str());
+    own = ChatTemplate::create("", tokenizer);
   }
-  return out;
+  return std::make_shared<const ChatTemplate>(std::move(*own));
 }
 
 }  // namespace strata::server

@@ -45,6 +45,11 @@ GenerationCall::GenerationCall(Engine& engine, TokenTextFn token_text,
       choices_[p * g_->params.n + j].text_offset = g_->echo_texts[p].size();
     }
   }
+  if (g_->is_chat) {
+    for (Choice& c : choices_) {
+      c.reasoning = ReasoningParser(g_->reasoning_parser, g_->is_thinking_disabled);
+    }
+  }
   num_open_ = static_cast<int32_t>(n);
   if (g_->constraint) {  // structured outputs / tools: output_constraint.h
     for (size_t i = 0; i < n; ++i) {
@@ -185,24 +190,40 @@ void GenerationCall::run() {
 void GenerationCall::stream_event(int32_t index, const TokenEvent& ev, std::string* out) {
   if (ev.text.empty() && !ev.is_final && !g_->wants_logprobs) return;
   Choice& cs = choices_[index];
-  json ch{{"index", index}};
-  // Structured outputs / tools (output_constraint.h): the delta, the tool
-  // calls' finish_reason and the post-generation check.
-  json delta =
-      cs.output ? cs.output->stream_delta(ev.text, ev.is_final) : json{{"content", ev.text}};
-  if (cs.output) {
-    cs.text += ev.text;
+  json delta;  // chat
+  if (g_->is_chat && cs.reasoning.is_active()) {
+    // A partial tag is held back until the next event decides it; the
+    // final event releases whatever is left.
+    ReasoningDelta d = cs.reasoning.push(ev.text);
+    if (ev.is_final) {
+      ReasoningDelta tail = cs.reasoning.finish();
+      d.reasoning += tail.reasoning;
+      d.content += tail.content;
+    }
+    delta = json::object();
+    if (!d.reasoning.empty()) delta["reasoning_content"] = std::move(d.reasoning);
+    if (!d.content.empty()) delta["content"] = std::move(d.content);
+    if (delta.empty() && !ev.is_final && !g_->wants_logprobs) return;
+  } else if (cs.output) {
+    // Structured outputs / tools (output_constraint.h): tool-call deltas.
+    delta = cs.output->stream_delta(ev.text, ev.is_final);
     if (delta.is_null() && !ev.is_final && !g_->wants_logprobs) return;
+    if (delta.is_null()) delta = json::object();
+  } else if (g_->is_chat) {
+    delta = ev.is_final && ev.text.empty() ? json::object() : json{{"content", ev.text}};
+  }
+  if (cs.output) {  // the post-generation check (output_constraint.h)
+    cs.text += ev.text;
     if (ev.is_final) cs.output->check(cs.text, ev.finish_reason, !stop_reason_json(ev).is_null());
   }
+  json ch{{"index", index}};
   const char* reason = !ev.is_final ? nullptr
                        : cs.output  ? cs.output->finish_reason(ev.finish_reason)
                                     : finish_reason_text(ev.finish_reason);
   ch["finish_reason"] = reason != nullptr ? json(reason) : json();
   if (ev.is_final) ch["stop_reason"] = stop_reason_json(ev);
   if (g_->is_chat) {
-    const bool empty_final = !cs.output && ev.is_final && ev.text.empty();
-    ch["delta"] = delta.is_null() || empty_final ? json::object() : std::move(delta);
+    ch["delta"] = std::move(delta);
     ch["logprobs"] = g_->wants_logprobs ? chat_logprobs_json(ev.token_ids, ev.logprobs,
                                                              g_->num_top_logprobs, token_text_)
                                         : json();
@@ -242,10 +263,20 @@ void GenerationCall::send_body() {
             {"stop_reason", c.stop_reason}};
     if (c.output) c.output->check(c.text, c.finish_reason, !c.stop_reason.is_null());
     if (g_->is_chat) {
-      // Tool calls (output_constraint.h) parsed from the whole text.
-      ch["message"] =
-          c.output ? c.output->message(c.text) : json{{"role", "assistant"}, {"content", c.text}};
-      if (c.output) ch["finish_reason"] = c.output->finish_reason(c.finish_reason);
+      if (c.reasoning.is_active()) {
+        ReasoningSplit split =
+            ReasoningParser::split(g_->reasoning_parser, g_->is_thinking_disabled, c.text);
+        ch["message"] =
+            json{{"role", "assistant"},
+                 {"content", split.content ? json(*split.content) : json()},
+                 {"reasoning_content", split.reasoning ? json(*split.reasoning) : json()}};
+      } else if (c.output) {
+        // Tool calls (output_constraint.h) parsed from the whole text.
+        ch["message"] = c.output->message(c.text);
+        ch["finish_reason"] = c.output->finish_reason(c.finish_reason);
+      } else {
+        ch["message"] = json{{"role", "assistant"}, {"content", c.text}};
+      }
       ch["logprobs"] = g_->wants_logprobs ? chat_logprobs_json(c.token_ids, c.logprobs,
                                                                g_->num_top_logprobs, token_text_)
                                           : json();

@@ -32,6 +32,7 @@
 #include "server/openai_response.h"
 #include "server/output_constraint.h"
 #include "server/protocol.h"
+#include "server/reasoning_parser.h"
 
 namespace strata::server {
 
@@ -47,6 +48,10 @@ struct Generation {
   std::vector<std::string> echo_texts;  // completions with echo, per prompt
   int32_t num_top_logprobs = 0;         // per token
   bool wants_logprobs = false;
+  // Chat with --reasoning-parser: the output splits into reasoning_content
+  // and content (server/reasoning_parser.h).
+  ReasoningParserKind reasoning_parser = ReasoningParserKind::kNone;
+  bool is_thinking_disabled = false;  // chat_template_kwargs enable_thinking false
   // Structured outputs and tools (server/output_constraint.h); null: none.
   std::shared_ptr<const OutputConstraint> constraint;
 };
@@ -72,8 +77,9 @@ class GenerationCall : public EventPump::Task, public std::enable_shared_from_th
     std::vector<SampleResult> logprobs;
     std::string text;
     FinishReason finish_reason = FinishReason::kNone;
-    nlohmann::json stop_reason;            // null, the stop string, or the stop token id
-    size_t text_offset = 0;                // completions logprobs: bytes emitted before
+    nlohmann::json stop_reason;  // null, the stop string, or the stop token id
+    size_t text_offset = 0;      // completions logprobs: bytes emitted before
+    ReasoningParser reasoning{ReasoningParserKind::kNone, false};  // streaming split
     std::unique_ptr<ChoiceOutput> output;  // tool calls and the grammar check
   };
 

@@ -97,7 +97,7 @@ class OpenAiServer::Impl {
         engine_(engine),
         tokenizer_(tokenizer),
         options_(std::move(options)),
-        prompts_(tokenizer, owner->chat_template_),
+        prompts_(tokenizer, *owner->chat_template_),
         token_text_([&tokenizer](int32_t id) {
           return tokenizer.decode(std::span<const int32_t>(&id, 1), false);
         }),
@@ -268,11 +268,12 @@ class OpenAiServer::Impl {
 
   // ---- tokenize ----------------------------------------------------------
   void handle_tokenize(const http::HttpRequest& req, const http::ResponsePtr& res) {
-    json body;
+    nlohmann::ordered_json body;
     if (auto e = parse_json_body(req.body, options_.limits, &body)) return send_error(res, *e);
     TokenizeRequest tr;
     if (auto e = parse_tokenize_request(body, options_.limits, &tr)) return send_error(res, *e);
-    const std::vector<int32_t> ids = prompts_.tokenize(tr);
+    std::vector<int32_t> ids;
+    if (auto e = prompts_.tokenize(tr, &ids)) return send_error(res, *e);
     send_json(res, json{{"count", ids.size()},
                         {"max_model_len", options_.limits.max_model_len},
                         {"tokens", ids}});
@@ -288,7 +289,7 @@ class OpenAiServer::Impl {
 
   // ---- generation --------------------------------------------------------
   std::optional<ApiError> prepare(const http::HttpRequest& req, bool is_chat, Generation* g) {
-    json body;
+    nlohmann::ordered_json body;  // ordered: the chat template sees the client's key order
     if (auto e = parse_json_body(req.body, options_.limits, &body)) return e;
     BuiltPrompt built;
     if (auto e =
@@ -304,6 +305,10 @@ class OpenAiServer::Impl {
     g->echo_texts = std::move(built.echo_texts);
     g->wants_logprobs = built.wants_logprobs;
     g->num_top_logprobs = built.num_top_logprobs;
+    if (is_chat) {
+      g->reasoning_parser = options_.reasoning_parser;
+      g->is_thinking_disabled = built.is_thinking_disabled;
+    }
     // Structured outputs and tools: the grammar and the tool-call parsing.
     auto constraint = std::make_shared<OutputConstraint>();
     if (auto e = prepare_output_constraint(body, req.body, is_chat, structured_, tool_format_,
@@ -469,7 +474,7 @@ class OpenAiServer::Impl {
 OpenAiServer::OpenAiServer(Engine& engine, const Tokenizer& tokenizer, ServerOptions options) {
   options.limits.vocab_size = tokenizer.vocab_size();
   options.limits.max_model_len = engine.max_model_len();
-  chat_template_ = ChatTemplate::detect(tokenizer.chat_template());
+  chat_template_ = chat_template_or_model(options.chat_template, tokenizer);
   impl_ = std::make_unique<Impl>(this, engine, tokenizer, std::move(options));
 }
 

@@ -31,6 +31,7 @@
 #include "engine/engine.h"
 #include "server/chat_template.h"
 #include "server/protocol.h"
+#include "server/reasoning_parser.h"
 #include "tokenizer/tokenizer.h"
 #include "util/status.h"
 
@@ -66,6 +67,14 @@ struct ServerOptions {
   // Seconds between throughput log lines; 0 = none.
   double log_interval_s = 5.0;
   ProtocolLimits limits;  // vocab_size and max_model_len are filled from the engine
+  // The chat template every chat request renders; null: the model's own
+  // (tokenizer.chat_template), or ChatML when it has none or it does not
+  // parse (logged). `strata serve` loads --chat-template FILE into it.
+  std::shared_ptr<const ChatTemplate> chat_template;
+  std::string chat_template_path;  // --chat-template, read by `strata serve`
+  // --reasoning-parser: splits chat output into reasoning_content and content.
+  ReasoningParserKind reasoning_parser = ReasoningParserKind::kNone;
+  std::string reasoning_parser_name;  // the flag's text, checked by `strata serve`
   // Tool-call syntax (hermes, llama3_json, mistral); empty = from the chat
   // template, else hermes (server/output_constraint.h).
   std::string tool_call_parser;
@@ -95,11 +104,11 @@ class OpenAiServer {
   // Closes every connection and makes serve() return.
   void stop();
   int64_t num_in_flight() const;
-  const ChatTemplate& chat_template() const { return chat_template_; }
+  const ChatTemplate& chat_template() const { return *chat_template_; }
 
  private:
   class Impl;
-  ChatTemplate chat_template_;
+  std::shared_ptr<const ChatTemplate> chat_template_;
   std::unique_ptr<Impl> impl_;
 };
 

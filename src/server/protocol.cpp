@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "jinja/chat_template_renderer.h"
 #include "server/structured_output.h"
 
 namespace strata::server {
@@ -120,6 +121,20 @@ std::optional<ApiError> refuse_unimplemented(const json& b) {
 
 // Any other field is refused by name: a typo or a feature strata lacks must
 // not be answered as if it were absent.
+// A field outside `own` is refused by name.
+std::optional<ApiError> refuse_unknown_fields(const json& b,
+                                              std::initializer_list<std::string_view> own) {
+  for (auto it = b.begin(); it != b.end(); ++it) {
+    const std::string& key = it.key();
+    if (std::any_of(own.begin(), own.end(), [&](std::string_view k) { return k == key; })) {
+      continue;
+    }
+    if (key.size() > 64) return invalid_param("", "Unknown field (name too long).");
+    return invalid_param(key, "Unknown field '" + key + "'; strata does not implement it.");
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> refuse_unknown(const json& b, std::initializer_list<std::string_view> own) {
   static constexpr std::string_view kCommon[] = {"model",
                                                  "max_tokens",
@@ -329,6 +344,7 @@ std::optional<ApiError> parse_messages(const json& b, std::vector<ChatMessage>* 
             text == nullptr || !text->is_string()) {
           return invalid_param("messages", "Only text content parts are supported.");
         }
+        if (&part != &content->front()) msg.content += '\n';
         msg.content += text->get<std::string>();
       }
     } else {
@@ -339,7 +355,80 @@ std::optional<ApiError> parse_messages(const json& b, std::vector<ChatMessage>* 
   return std::nullopt;
 }
 
+using ordered_json = nlohmann::ordered_json;
+
+const ordered_json* find_ordered(const ordered_json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+// The messages as the template sees them (parse_messages checked them).
+std::optional<ApiError> template_messages(const ordered_json& b, ordered_json* out) {
+  *out = ordered_json::array();
+  for (const ordered_json& m : b.at("messages")) {
+    ordered_json msg = m;
+    auto content = msg.find("content");
+    if (content != msg.end() && content->is_array()) {
+      std::string text;
+      for (size_t i = 0; i < content->size(); ++i) {
+        if (i > 0) text += '\n';
+        text += (*content)[i].at("text").get_ref<const std::string&>();
+      }
+      *content = std::move(text);
+    }
+    out->push_back(std::move(msg));
+  }
+  if (!jinja::ChatTemplateRenderer::parse_tool_call_arguments(out).is_ok()) {
+    return invalid_param("messages",
+                         "Tool call arguments must be a JSON object encoded as a string.");
+  }
+  return std::nullopt;
+}
+
+// A list of JSON objects (tools, documents), or absent.
+std::optional<ApiError> get_object_list(const ordered_json& b, const char* key, ordered_json* out) {
+  const ordered_json* v = find_ordered(b, key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_array()) return invalid_param(key, "Expected an array of objects.");
+  for (const ordered_json& item : *v) {
+    if (!item.is_object()) return invalid_param(key, "Expected an array of objects.");
+  }
+  *out = *v;
+  return std::nullopt;
+}
+
+// The template fields shared by chat completions and /tokenize's chat form.
+std::optional<ApiError> parse_template_inputs(const ordered_json& ob, const json& b,
+                                              ChatTemplateInputs* out) {
+  if (auto e = template_messages(ob, &out->messages)) return e;
+  if (auto e = get_object_list(ob, "documents", &out->documents)) return e;
+  if (const ordered_json* kw = find_ordered(ob, "chat_template_kwargs")) {
+    if (!kw->is_object()) return invalid_param("chat_template_kwargs", "Expected an object.");
+    for (const char* reserved : {"messages", "tools", "documents", "add_generation_prompt"}) {
+      if (kw->contains(reserved)) {
+        return invalid_param("chat_template_kwargs",
+                             "chat_template_kwargs may not set messages, tools, documents or "
+                             "add_generation_prompt.");
+      }
+    }
+    out->chat_template_kwargs = *kw;
+  }
+  if (auto e = get_bool(b, "add_generation_prompt", &out->add_generation_prompt)) return e;
+  if (auto e = get_bool(b, "continue_final_message", &out->continue_final_message)) return e;
+  if (out->continue_final_message && out->add_generation_prompt) {
+    return invalid_param("continue_final_message",
+                         "continue_final_message needs add_generation_prompt set to false.");
+  }
+  return std::nullopt;
+}
 }  // namespace
+
+bool ChatTemplateInputs::is_thinking_disabled() const {
+  if (!chat_template_kwargs.is_object()) return false;
+  auto it = chat_template_kwargs.find("enable_thinking");
+  return it != chat_template_kwargs.end() && it->is_boolean() && !it->get<bool>();
+}
 
 int32_t json_nesting_depth(std::string_view text, int32_t cap) {
   int32_t depth = 0;
@@ -384,6 +473,22 @@ std::optional<ApiError> parse_json_body(std::string_view body, const ProtocolLim
   // Invalid UTF-8 inside strings, NaN/Infinity literals and truncation are
   // all parse errors; the parser's own message is not passed on.
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return invalid_param("", "The request body is not valid JSON.");
+  if (!j.is_object()) return invalid_param("", "The request body must be a JSON object.");
+  *out = std::move(j);
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_json_body(std::string_view body, const ProtocolLimits& limits,
+                                        nlohmann::ordered_json* out) {
+  if (body.empty()) return invalid_param("", "The request body is empty.");
+  if (body.find('\0') != std::string_view::npos) {
+    return invalid_param("", "The request body is not valid JSON.");
+  }
+  if (json_nesting_depth(body, limits.max_json_depth) > limits.max_json_depth) {
+    return invalid_param("", "The request body is nested too deeply.");
+  }
+  ordered_json j = ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_param("", "The request body is not valid JSON.");
   if (!j.is_object()) return invalid_param("", "The request body must be a JSON object.");
   *out = std::move(j);
@@ -447,15 +552,17 @@ std::optional<ApiError> parse_completion_request(const json& b, const ProtocolLi
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_chat_request(const json& b, const ProtocolLimits& limits,
+std::optional<ApiError> parse_chat_request(const ordered_json& ob, const ProtocolLimits& limits,
                                            ChatRequest* out) {
+  const json b(ob);
   if (auto e = refuse_unimplemented(b)) return e;
   if (find(b, "chat_template") != nullptr) {
     return invalid_param("chat_template", "Templates from clients are not accepted.");
   }
   if (auto e = refuse_unknown(
-          b, {"messages", "logprobs", "top_logprobs", "add_generation_prompt", "tools",
-              "tool_choice", "parallel_tool_calls"})) {  // tools: tool_call_parser.h
+          b, {"messages", "logprobs", "top_logprobs", "add_generation_prompt",
+              "continue_final_message", "chat_template_kwargs", "documents", "add_special_tokens",
+              "tools", "tool_choice", "parallel_tool_calls"})) {  // tools: tool_call_parser.h
     return e;
   }
   if (auto e = parse_params(b, limits, &out->params)) return e;
@@ -467,26 +574,51 @@ std::optional<ApiError> parse_chat_request(const json& b, const ProtocolLimits& 
   if (find(b, "top_logprobs") != nullptr && !out->logprobs) {
     return invalid_param("top_logprobs", "top_logprobs requires logprobs to be true.");
   }
-  if (auto e = get_bool(b, "add_generation_prompt", &out->add_generation_prompt)) return e;
+  if (auto e = get_bool(b, "add_special_tokens", &out->add_special_tokens)) return e;
+  if (auto e = parse_template_inputs(ob, b, &out->chat)) return e;
+  // The chat template renders the tools (tool_call_parser.h validates them).
+  return get_object_list(ob, "tools", &out->chat.tools);
+}
+
+std::optional<ApiError> parse_chat_request(const json& b, const ProtocolLimits& limits,
+                                           ChatRequest* out) {
+  return parse_chat_request(ordered_json(b), limits, out);
+}
+
+std::optional<ApiError> parse_tokenize_request(const ordered_json& ob, const ProtocolLimits& limits,
+                                               TokenizeRequest* out) {
+  const json b(ob);
   if (find(b, "chat_template") != nullptr) {
     return invalid_param("chat_template", "Templates from clients are not accepted.");
   }
-  return std::nullopt;
-}
-
-std::optional<ApiError> parse_tokenize_request(const json& b, const ProtocolLimits& limits,
-                                               TokenizeRequest* out) {
   if (find(b, "messages") != nullptr) {
+    if (find(b, "prompt") != nullptr) {
+      return invalid_param("prompt", "Send either prompt or messages, not both.");
+    }
+    if (auto e = refuse_unknown_fields(
+            b, {"model", "messages", "tools", "documents", "add_generation_prompt",
+                "continue_final_message", "chat_template_kwargs", "add_special_tokens"})) {
+      return e;
+    }
     if (auto e = parse_messages(b, &out->messages)) return e;
+    if (auto e = parse_template_inputs(ob, b, &out->chat)) return e;
+    if (auto e = get_object_list(ob, "tools", &out->chat.tools)) return e;
   } else {
+    if (auto e = refuse_unknown_fields(b, {"model", "prompt", "add_special_tokens"})) return e;
     std::string prompt;
     if (find(b, "prompt") == nullptr) return invalid_param("prompt", "prompt is required.");
     if (auto e = get_string(b, "prompt", std::numeric_limits<size_t>::max(), &prompt)) return e;
     out->prompt = std::move(prompt);
   }
+  std::string model;  // accepted as vLLM does; /tokenize serves the one model
+  if (auto e = get_string(b, "model", 1024, &model)) return e;
   if (auto e = get_bool(b, "add_special_tokens", &out->add_special_tokens)) return e;
-  if (auto e = get_bool(b, "add_generation_prompt", &out->add_generation_prompt)) return e;
   return std::nullopt;
+}
+
+std::optional<ApiError> parse_tokenize_request(const json& b, const ProtocolLimits& limits,
+                                               TokenizeRequest* out) {
+  return parse_tokenize_request(ordered_json(b), limits, out);
 }
 
 std::optional<ApiError> parse_detokenize_request(const json& b, const ProtocolLimits& limits,

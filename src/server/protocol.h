@@ -5,7 +5,7 @@
 // them take the numbers from ProtocolLimits. Pure functions; thread-safe.
 //
 // Every parse_* returns std::nullopt on success or the ApiError to send
-// (status 400, naming `param`). Unknown fields are ignored, as OpenAI does.
+// (status 400, naming `param`). Unknown fields are 400s naming the field.
 #pragma once
 
 #include <cstdint>
@@ -83,24 +83,47 @@ struct CompletionRequest {
 };
 
 struct ChatMessage {
-  std::string role;  // system, developer, user, assistant, tool
-  std::string content;
+  std::string role;     // system, developer, user, assistant, tool
+  std::string content;  // the text (parts joined with "\n"); empty when absent
+};
+
+// What the chat template renders besides the special tokens: the inputs of
+// Hugging Face's apply_chat_template, as the client sent them (key order
+// kept: tojson shows it).
+struct ChatTemplateInputs {
+  // The messages: every field passed through, text-part arrays joined into
+  // one string with "\n" (vLLM's "string" content format), and assistant
+  // tool_calls' JSON-string arguments parsed into objects.
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools;                 // array or null
+  nlohmann::ordered_json documents;             // array or null
+  nlohmann::ordered_json chat_template_kwargs;  // object or null
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;  // never together with add_generation_prompt
+
+  // chat_template_kwargs {"enable_thinking": false}.
+  bool is_thinking_disabled() const;
 };
 
 struct ChatRequest {
   GenerationParams params;
-  std::vector<ChatMessage> messages;  // non-empty
+  std::vector<ChatMessage> messages;  // non-empty; roles and text, checked
+  ChatTemplateInputs chat;
+  // false: the tokenizer adds no BOS/EOS. true (default): it adds them,
+  // except a BOS the rendered template already starts with.
+  bool add_special_tokens = true;
   bool logprobs = false;
   int32_t top_logprobs = 0;  // [0, max_top_logprobs], needs logprobs
-  bool add_generation_prompt = true;
 };
 
-// POST /tokenize: a text prompt or chat messages.
+// POST /tokenize: a text prompt, or vLLM's chat form (messages, tools,
+// add_generation_prompt, continue_final_message, chat_template_kwargs,
+// add_special_tokens; documents too).
 struct TokenizeRequest {
   std::optional<std::string> prompt;
   std::vector<ChatMessage> messages;
+  ChatTemplateInputs chat;
   bool add_special_tokens = true;
-  bool add_generation_prompt = true;
 };
 
 // POST /detokenize.
@@ -113,12 +136,21 @@ struct DetokenizeRequest {
 // nesting cannot exhaust the stack).
 std::optional<ApiError> parse_json_body(std::string_view body, const ProtocolLimits& limits,
                                         nlohmann::json* out);
+// The same, keeping key order (chat bodies: the template sees the order).
+std::optional<ApiError> parse_json_body(std::string_view body, const ProtocolLimits& limits,
+                                        nlohmann::ordered_json* out);
 
 std::optional<ApiError> parse_completion_request(const nlohmann::json& body,
                                                  const ProtocolLimits& limits,
                                                  CompletionRequest* out);
+// Chat and tokenize take the ordered body (key order reaches the template);
+// the nlohmann::json overloads convert (keys then in sorted order).
+std::optional<ApiError> parse_chat_request(const nlohmann::ordered_json& body,
+                                           const ProtocolLimits& limits, ChatRequest* out);
 std::optional<ApiError> parse_chat_request(const nlohmann::json& body, const ProtocolLimits& limits,
                                            ChatRequest* out);
+std::optional<ApiError> parse_tokenize_request(const nlohmann::ordered_json& body,
+                                               const ProtocolLimits& limits, TokenizeRequest* out);
 std::optional<ApiError> parse_tokenize_request(const nlohmann::json& body,
                                                const ProtocolLimits& limits, TokenizeRequest* out);
 std::optional<ApiError> parse_detokenize_request(const nlohmann::json& body,

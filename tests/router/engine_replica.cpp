@@ -23,8 +23,10 @@ EngineReplica::EngineReplica(std::string name, int64_t num_kv_blocks) : name_(st
       Engine::create(*peaky_model().weights, *peaky_model().tokenizer, o);
   if (!e) return;
   engine_ = std::move(*e);
-  chat_template_ = server::ChatTemplate::detect(peaky_model().tokenizer->chat_template());
-  builder_ = std::make_unique<server::PromptBuilder>(*peaky_model().tokenizer, chat_template_);
+  Result<server::ChatTemplate> tpl = server::ChatTemplate::for_model(*peaky_model().tokenizer);
+  if (!tpl) return;
+  chat_template_ = std::make_unique<server::ChatTemplate>(std::move(*tpl));
+  builder_ = std::make_unique<server::PromptBuilder>(*peaky_model().tokenizer, *chat_template_);
 
   http::Router r;
   r.add("GET", "/health",

@@ -38,7 +38,7 @@ class EngineReplica {
 
   std::string name_;
   std::unique_ptr<Engine> engine_;
-  server::ChatTemplate chat_template_;
+  std::unique_ptr<server::ChatTemplate> chat_template_;
   std::unique_ptr<server::PromptBuilder> builder_;
   std::unique_ptr<http::HttpServer> server_;
   uint16_t port_ = 0;

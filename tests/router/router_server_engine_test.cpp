@@ -84,14 +84,20 @@ TEST(RouterServerEngine, TurnsGoWhereTheEngineHoldsTheirPrefixAndPredictionsAreE
   ASSERT_NE(f.router, nullptr);
   json a = conversation("Ada"), b = conversation("Bo");
   // e1 already served Ada's opening, e2 Bo's.
-  server::ChatRequest ca, cb;
-  for (const json& m : a) ca.messages.push_back({m["role"], m["content"]});
-  for (const json& m : b) cb.messages.push_back({m["role"], m["content"]});
+  // The prompt ids a replica builds for a conversation (as the router does).
+  const auto prompt_of = [](const server::PromptBuilder& builder, const json& conv) {
+    server::ProtocolLimits limits;
+    limits.vocab_size = strata::testing::peaky_model().tokenizer->vocab_size();
+    limits.max_model_len = 1 << 20;
+    server::BuiltPrompt p;
+    EXPECT_FALSE(builder.build(json{{"messages", conv}}, /*is_chat=*/true, limits, "", &p));
+    return p.prompts.empty() ? std::vector<int32_t>{} : p.prompts.front();
+  };
   // A first step pages the weights in; rates measured after it are steady.
   for (const auto& r : f.replicas) r->warm(strata::testing::random_prompt(3, 40));
-  const std::vector<int32_t> ida = f.replicas[1]->builder().chat_prompt(ca);
+  const std::vector<int32_t> ida = prompt_of(f.replicas[1]->builder(), a);
   f.replicas[1]->warm(ida);
-  f.replicas[2]->warm(f.replicas[2]->builder().chat_prompt(cb));
+  f.replicas[2]->warm(prompt_of(f.replicas[2]->builder(), b));
 
   for (int turn = 0; turn < 2; ++turn) {
     for (const auto& [conv, home] :

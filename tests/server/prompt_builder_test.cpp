@@ -16,7 +16,7 @@ using nlohmann::json;
 using strata::testing::peaky_model;
 
 struct Builder {
-  ChatTemplate tpl = ChatTemplate::detect(peaky_model().tokenizer->chat_template());
+  ChatTemplate tpl = *ChatTemplate::for_model(*peaky_model().tokenizer);
   PromptBuilder builder{*peaky_model().tokenizer, tpl};
   ProtocolLimits limits;
   Builder() {
@@ -35,8 +35,11 @@ TEST(PromptBuilder, ChatIsTheRenderedTemplateEncodedWithSpecials) {
                   {"cache_salt", "s"}};
   BuiltPrompt p;
   ASSERT_FALSE(b.builder.build(body, true, b.limits, "", &p));
-  const std::vector<ChatMessage> m = {{"system", "be brief"}, {"user", "hello there"}};
-  EXPECT_EQ(p.prompts.at(0), peaky_model().tokenizer->encode(b.tpl.render(m, true), true, true));
+  ChatTemplateInputs chat;
+  chat.messages = nlohmann::ordered_json(body["messages"]);
+  std::string text;
+  ASSERT_FALSE(b.builder.chat_text(chat, &text));
+  EXPECT_EQ(p.prompts.at(0), peaky_model().tokenizer->encode(text, true, true));
   EXPECT_EQ(p.params.user, "u1");
   EXPECT_EQ(p.params.cache_salt, "s");
   EXPECT_TRUE(p.is_chat);
@@ -45,7 +48,11 @@ TEST(PromptBuilder, ChatIsTheRenderedTemplateEncodedWithSpecials) {
   no_gen["add_generation_prompt"] = false;
   BuiltPrompt q;
   ASSERT_FALSE(b.builder.build(no_gen, true, b.limits, "", &q));
-  EXPECT_EQ(q.prompts.at(0), peaky_model().tokenizer->encode(b.tpl.render(m, false), true, true));
+  chat.add_generation_prompt = false;
+  std::string text_no_gen;
+  ASSERT_FALSE(b.builder.chat_text(chat, &text_no_gen));
+  EXPECT_NE(text, text_no_gen);
+  EXPECT_EQ(q.prompts.at(0), peaky_model().tokenizer->encode(text_no_gen, true, true));
 }
 
 TEST(PromptBuilder, CompletionsEncodeTextAndPassIdsThrough) {
@@ -81,15 +88,20 @@ TEST(PromptBuilder, ErrorsComeInTheServersOrder) {
 TEST(PromptBuilder, TokenizeMatchesTheGenerationPrompt) {
   STRATA_REQUIRE_MODEL();
   Builder b;
+  const nlohmann::ordered_json body = nlohmann::ordered_json::parse(
+      R"({"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":true})");
   TokenizeRequest t;
-  t.messages = {{"user", "hi"}};
-  ChatRequest c;
-  c.messages = t.messages;
-  EXPECT_EQ(b.builder.tokenize(t), b.builder.chat_prompt(c));
-  t.messages.clear();
-  t.prompt = "plain";
-  t.add_special_tokens = false;
-  EXPECT_EQ(b.builder.tokenize(t), peaky_model().tokenizer->encode("plain", false, true));
+  ASSERT_FALSE(parse_tokenize_request(body, b.limits, &t));
+  std::vector<int32_t> tokenized;
+  ASSERT_FALSE(b.builder.tokenize(t, &tokenized));
+  BuiltPrompt p;
+  ASSERT_FALSE(b.builder.build(body, true, b.limits, "", &p));
+  EXPECT_EQ(tokenized, p.prompts.at(0));
+  TokenizeRequest plain;
+  plain.prompt = "plain";
+  plain.add_special_tokens = false;
+  ASSERT_FALSE(b.builder.tokenize(plain, &tokenized));
+  EXPECT_EQ(tokenized, peaky_model().tokenizer->encode("plain", false, true));
 }
 
 }  // namespace

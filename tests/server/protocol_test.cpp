@@ -35,7 +35,7 @@ std::optional<ApiError> completion(const std::string& body, CompletionRequest* o
 
 std::optional<ApiError> chat(const std::string& body, ChatRequest* out = nullptr) {
   ChatRequest tmp;
-  json j;
+  nlohmann::ordered_json j;
   if (auto e = parse_json_body(body, limits(), &j)) return e;
   return parse_chat_request(j, limits(), out != nullptr ? out : &tmp);
 }
@@ -194,7 +194,8 @@ TEST(ProtocolTest, ChatMessages) {
       "max_completion_tokens":9})",
                     &r));
   ASSERT_EQ(r.messages.size(), 3u);
-  EXPECT_EQ(r.messages[1].content, "ab");
+  EXPECT_EQ(r.messages[1].content, "a\nb");
+  EXPECT_EQ(r.chat.messages[1]["content"], "a\nb");
   EXPECT_TRUE(r.logprobs);
   EXPECT_EQ(r.top_logprobs, 2);
   EXPECT_EQ(r.params.max_tokens, 9);
@@ -214,6 +215,55 @@ TEST(ProtocolTest, ChatMessages) {
              "top_logprobs");
   expect_400(chat(R"({"messages":[{"role":"user","content":"x"}],"chat_template":"{{x}}"})"),
              "chat_template");
+}
+
+TEST(ProtocolTest, ChatTemplateFields) {
+  ChatRequest r;
+  ASSERT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],
+      "chat_template_kwargs":{"enable_thinking":false},"documents":[{"text":"d"}],
+      "add_generation_prompt":false,"continue_final_message":true,"add_special_tokens":false})",
+                    &r));
+  EXPECT_TRUE(r.chat.is_thinking_disabled());
+  EXPECT_TRUE(r.chat.continue_final_message);
+  EXPECT_FALSE(r.chat.add_generation_prompt);
+  EXPECT_FALSE(r.add_special_tokens);
+  EXPECT_EQ(r.chat.documents.size(), 1u);
+  const char* kMsg = R"("messages":[{"role":"user","content":"x"}])";
+  // continue_final_message needs add_generation_prompt off (as transformers).
+  expect_400(chat("{" + std::string(kMsg) + R"(,"continue_final_message":true})"),
+             "continue_final_message");
+  expect_400(chat("{" + std::string(kMsg) + R"(,"chat_template_kwargs":[1]})"),
+             "chat_template_kwargs");
+  expect_400(chat("{" + std::string(kMsg) + R"(,"chat_template_kwargs":{"messages":[]}})"),
+             "chat_template_kwargs");
+  expect_400(chat("{" + std::string(kMsg) + R"(,"documents":["d"]})"), "documents");
+  // Tools reach the template (tool_call_parser.h validates their fields).
+  ChatRequest with_tools;
+  ASSERT_FALSE(chat("{" + std::string(kMsg) + R"(,"tools":[{"type":"function"}]})", &with_tools));
+  EXPECT_EQ(with_tools.chat.tools.size(), 1u);
+  expect_400(chat("{" + std::string(kMsg) + R"(,"tools":[1]})"), "tools");
+  expect_400(chat(R"({"messages":[{"role":"assistant","content":null,"tool_calls":[
+      {"type":"function","function":{"name":"f","arguments":"{bad"}}]}]})"),
+             "messages");
+  // /tokenize's chat form takes vLLM's fields, tools included.
+  TokenizeRequest t;
+  ASSERT_FALSE(
+      parse_tokenize_request(json::parse("{" + std::string(kMsg) +
+                                         R"(,"tools":[{"type":"function","function":{"name":"f"}}],
+      "add_generation_prompt":false,"chat_template_kwargs":{"k":1},"add_special_tokens":false})"),
+                             limits(), &t));
+  EXPECT_EQ(t.chat.tools.size(), 1u);
+  EXPECT_FALSE(t.add_special_tokens);
+  EXPECT_FALSE(t.chat.add_generation_prompt);
+  TokenizeRequest u;
+  expect_400(
+      parse_tokenize_request(json::parse("{" + std::string(kMsg) + R"(,"tools":5})"), limits(), &u),
+      "tools");
+  expect_400(
+      parse_tokenize_request(json::parse("{" + std::string(kMsg) + R"(,"bogus":1})"), limits(), &u),
+      "bogus");
+  expect_400(parse_tokenize_request(json::parse(R"({"prompt":"x","tools":[]})"), limits(), &u),
+             "tools");
 }
 
 TEST(ProtocolTest, ResolveMaxTokens) {
