@@ -190,7 +190,8 @@ void GenerationCall::run() {
 void GenerationCall::stream_event(int32_t index, const TokenEvent& ev, std::string* out) {
   if (ev.text.empty() && !ev.is_final && !g_->wants_logprobs) return;
   Choice& cs = choices_[index];
-  json delta;  // chat
+  if (cs.output) cs.text += ev.text;  // for the post-generation check
+  json delta;                         // chat
   if (g_->is_chat && cs.reasoning.is_active()) {
     // A partial tag is held back until the next event decides it; the
     // final event releases whatever is left.
@@ -212,9 +213,8 @@ void GenerationCall::stream_event(int32_t index, const TokenEvent& ev, std::stri
   } else if (g_->is_chat) {
     delta = ev.is_final && ev.text.empty() ? json::object() : json{{"content", ev.text}};
   }
-  if (cs.output) {  // the post-generation check (output_constraint.h)
-    cs.text += ev.text;
-    if (ev.is_final) cs.output->check(cs.text, ev.finish_reason, !stop_reason_json(ev).is_null());
+  if (cs.output && ev.is_final) {  // the post-generation check (output_constraint.h)
+    cs.output->check(cs.text, ev.finish_reason, !stop_reason_json(ev).is_null());
   }
   json ch{{"index", index}};
   const char* reason = !ev.is_final ? nullptr
