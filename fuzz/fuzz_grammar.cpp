@@ -23,8 +23,8 @@ std::shared_ptr<const strata::TokenTrie> vocab() {
   static const auto trie = [] {
     std::vector<std::string> v;
     for (int c = 0; c < 256; ++c) v.push_back(std::string(1, static_cast<char>(c)));
-    for (const char* s : {"{\"", "\":", "\",", "\"}", "true", "null", "12", "ab", " \"", "\n ",
-                          "é", "\xE6\x97\xA5", "\\u", "[{", "}]", "<eos>"})
+    for (const char* s : {"{\"", "\":", "\",", "\"}", "true", "null", "12", "ab", " \"", "\n ", "é",
+                          "\xE6\x97\xA5", "\\u", "[{", "}]", "<eos>"})
       v.push_back(s);
     const int32_t eos = static_cast<int32_t>(v.size() - 1);
     return std::make_shared<const strata::TokenTrie>(std::move(v), std::vector<int32_t>{eos},
@@ -37,10 +37,9 @@ std::shared_ptr<const strata::TokenTrie> vocab() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1 || size > 4097) return 0;
-  static const strata::GrammarKind kKinds[] = {strata::GrammarKind::kJsonSchema,
-                                               strata::GrammarKind::kRegex,
-                                               strata::GrammarKind::kGbnf,
-                                               strata::GrammarKind::kChoice};
+  static const strata::GrammarKind kKinds[] = {
+      strata::GrammarKind::kJsonSchema, strata::GrammarKind::kRegex, strata::GrammarKind::kGbnf,
+      strata::GrammarKind::kChoice};
   strata::GrammarSpec spec;
   spec.kind = kKinds[data[0] % 4];
   spec.text.assign(reinterpret_cast<const char*>(data + 1), size - 1);

@@ -122,6 +122,10 @@ int main(int argc, char** argv) {
                         "Model id clients send (default: the file's stem)");
   serve_cmd->add_option("--api-key", serve.server.api_key, "Bearer key (default: $STRATA_API_KEY)");
   serve_cmd
+      ->add_option("--tool-call-parser", serve.server.tool_call_parser,
+                   "Tool-call syntax (default: from the chat template, else hermes)")
+      ->check(CLI::IsMember({"hermes", "llama3_json", "mistral"}));
+  serve_cmd
       ->add_option("--max-queue", serve.server.max_queue,
                    "Requests held beyond --max-num-seqs before 429")
       ->capture_default_str()

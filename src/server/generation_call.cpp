@@ -51,6 +51,13 @@ GenerationCall::GenerationCall(Engine& engine, TokenTextFn token_text,
     }
   }
   num_open_ = static_cast<int32_t>(n);
+  if (g_->constraint) {  // structured outputs / tools: output_constraint.h
+    for (size_t i = 0; i < n; ++i) {
+      const std::string tail = g_->id.substr(g_->id.find('-') + 1);
+      choices_[i].output = std::make_unique<ChoiceOutput>(
+          g_->constraint, "call_" + tail + "_" + std::to_string(i) + "_");
+    }
+  }
 }
 
 GenerationCall::~GenerationCall() {
@@ -183,7 +190,8 @@ void GenerationCall::run() {
 void GenerationCall::stream_event(int32_t index, const TokenEvent& ev, std::string* out) {
   if (ev.text.empty() && !ev.is_final && !g_->wants_logprobs) return;
   Choice& cs = choices_[index];
-  json delta;  // chat
+  if (cs.output) cs.text += ev.text;  // for the post-generation check
+  json delta;                         // chat
   if (g_->is_chat && cs.reasoning.is_active()) {
     // A partial tag is held back until the next event decides it; the
     // final event releases whatever is left.
@@ -197,11 +205,21 @@ void GenerationCall::stream_event(int32_t index, const TokenEvent& ev, std::stri
     if (!d.reasoning.empty()) delta["reasoning_content"] = std::move(d.reasoning);
     if (!d.content.empty()) delta["content"] = std::move(d.content);
     if (delta.empty() && !ev.is_final && !g_->wants_logprobs) return;
+  } else if (cs.output) {
+    // Structured outputs / tools (output_constraint.h): tool-call deltas.
+    delta = cs.output->stream_delta(ev.text, ev.is_final);
+    if (delta.is_null() && !ev.is_final && !g_->wants_logprobs) return;
+    if (delta.is_null()) delta = json::object();
   } else if (g_->is_chat) {
     delta = ev.is_final && ev.text.empty() ? json::object() : json{{"content", ev.text}};
   }
+  if (cs.output && ev.is_final) {  // the post-generation check (output_constraint.h)
+    cs.output->check(cs.text, ev.finish_reason, !stop_reason_json(ev).is_null());
+  }
   json ch{{"index", index}};
-  const char* reason = ev.is_final ? finish_reason_text(ev.finish_reason) : nullptr;
+  const char* reason = !ev.is_final ? nullptr
+                       : cs.output  ? cs.output->finish_reason(ev.finish_reason)
+                                    : finish_reason_text(ev.finish_reason);
   ch["finish_reason"] = reason != nullptr ? json(reason) : json();
   if (ev.is_final) ch["stop_reason"] = stop_reason_json(ev);
   if (g_->is_chat) {
@@ -243,6 +261,7 @@ void GenerationCall::send_body() {
     json ch{{"index", i},
             {"finish_reason", finish_reason_text(c.finish_reason)},
             {"stop_reason", c.stop_reason}};
+    if (c.output) c.output->check(c.text, c.finish_reason, !c.stop_reason.is_null());
     if (g_->is_chat) {
       if (c.reasoning.is_active()) {
         ReasoningSplit split =
@@ -251,6 +270,10 @@ void GenerationCall::send_body() {
             json{{"role", "assistant"},
                  {"content", split.content ? json(*split.content) : json()},
                  {"reasoning_content", split.reasoning ? json(*split.reasoning) : json()}};
+      } else if (c.output) {
+        // Tool calls (output_constraint.h) parsed from the whole text.
+        ch["message"] = c.output->message(c.text);
+        ch["finish_reason"] = c.output->finish_reason(c.finish_reason);
       } else {
         ch["message"] = json{{"role", "assistant"}, {"content", c.text}};
       }

@@ -30,6 +30,7 @@
 #include "http/router.h"
 #include "server/event_pump.h"
 #include "server/openai_response.h"
+#include "server/output_constraint.h"
 #include "server/protocol.h"
 #include "server/reasoning_parser.h"
 
@@ -51,6 +52,8 @@ struct Generation {
   // and content (server/reasoning_parser.h).
   ReasoningParserKind reasoning_parser = ReasoningParserKind::kNone;
   bool is_thinking_disabled = false;  // chat_template_kwargs enable_thinking false
+  // Structured outputs and tools (server/output_constraint.h); null: none.
+  std::shared_ptr<const OutputConstraint> constraint;
 };
 
 class GenerationCall : public EventPump::Task, public std::enable_shared_from_this<GenerationCall> {
@@ -77,6 +80,7 @@ class GenerationCall : public EventPump::Task, public std::enable_shared_from_th
     nlohmann::json stop_reason;  // null, the stop string, or the stop token id
     size_t text_offset = 0;      // completions logprobs: bytes emitted before
     ReasoningParser reasoning{ReasoningParserKind::kNone, false};  // streaming split
+    std::unique_ptr<ChoiceOutput> output;  // tool calls and the grammar check
   };
 
   int32_t num_choices() const { return static_cast<int32_t>(choices_.size()); }

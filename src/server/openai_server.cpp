@@ -20,6 +20,7 @@
 #include "server/event_pump.h"
 #include "server/generation_call.h"
 #include "server/openai_response.h"
+#include "server/output_constraint.h"
 #include "server/probe_route.h"
 #include "server/prompt_builder.h"
 
@@ -102,6 +103,7 @@ class OpenAiServer::Impl {
         }),
         pump_(options_.num_stream_threads),
         http_(http_options(options_), routes()) {
+    init_output_constraints(tokenizer);  // structured outputs / tools
     std::random_device rd;
     rng_state_ = (uint64_t{rd()} << 32) ^ rd() ^
                  static_cast<uint64_t>(Clock::now().time_since_epoch().count());
@@ -216,7 +218,8 @@ class OpenAiServer::Impl {
     });
     r.add("GET", "/metrics", [this](http::HttpRequest, http::ResponsePtr res) {
       res->send(200, "text/plain; version=0.0.4",
-                engine_.metrics().to_prometheus_text(options_.served_model_name));
+                engine_.metrics().to_prometheus_text(options_.served_model_name) +
+                    structured_output_metrics_text(structured_.get(), options_.served_model_name));
     });
     r.add("GET", "/v1/models", [this](http::HttpRequest, http::ResponsePtr res) {
       send_json(res, json{{"object", "list"}, {"data", json::array({model_card()})}});
@@ -306,6 +309,13 @@ class OpenAiServer::Impl {
       g->reasoning_parser = options_.reasoning_parser;
       g->is_thinking_disabled = built.is_thinking_disabled;
     }
+    // Structured outputs and tools: the grammar and the tool-call parsing.
+    auto constraint = std::make_shared<OutputConstraint>();
+    if (auto e = prepare_output_constraint(body, req.body, is_chat, structured_, tool_format_,
+                                           constraint.get())) {
+      return e;
+    }
+    if (constraint->grammar || constraint->tools) g->constraint = std::move(constraint);
     if (g->params.priority != 0 && engine_.options().policy == SchedulingPolicy::kFcfs) {
       return invalid_param("priority", "priority needs --policy priority (the server runs fcfs).");
     }
@@ -340,6 +350,7 @@ class OpenAiServer::Impl {
     r.n = p.n;
     r.priority = p.priority;
     r.cache_salt = p.cache_salt;
+    if (g.constraint) r.grammar = g.constraint->grammar;  // structured outputs / tools
     return r;
   }
 
@@ -382,6 +393,17 @@ class OpenAiServer::Impl {
       calls_.emplace(key, call);
     }
     call->start(std::move(streams), pump_);
+  }
+
+  // ---- structured outputs and tools (server/output_constraint.h) ----------
+  void init_output_constraints(const Tokenizer& tokenizer) {
+    structured_ = std::make_shared<StructuredOutputCompiler>(TokenTrie::from_tokenizer(tokenizer),
+                                                             GrammarCache::Options{});
+    Result<ToolCallFormat> f =
+        resolve_tool_call_format(options_.tool_call_parser, tokenizer.chat_template());
+    if (!f.is_ok())
+      std::fprintf(stderr, "[serve] %s; using hermes\n", f.status().message().c_str());
+    tool_format_ = f.is_ok() ? f.value() : ToolCallFormat::kHermes;
   }
 
   // ---- periodic log ------------------------------------------------------
@@ -429,6 +451,8 @@ class OpenAiServer::Impl {
   std::time_t started_at_ = std::time(nullptr);
   std::mutex rng_mu_;
   uint64_t rng_state_ = 0;
+  std::shared_ptr<StructuredOutputCompiler> structured_;  // one grammar cache per server
+  ToolCallFormat tool_format_ = ToolCallFormat::kHermes;
 
   // In-flight generation calls, owned here until the engine is done with them.
   std::mutex calls_mu_;

@@ -75,6 +75,9 @@ struct ServerOptions {
   // --reasoning-parser: splits chat output into reasoning_content and content.
   ReasoningParserKind reasoning_parser = ReasoningParserKind::kNone;
   std::string reasoning_parser_name;  // the flag's text, checked by `strata serve`
+  // Tool-call syntax (hermes, llama3_json, mistral); empty = from the chat
+  // template, else hermes (server/output_constraint.h).
+  std::string tool_call_parser;
 };
 
 class OpenAiServer {

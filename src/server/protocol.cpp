@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "jinja/chat_template_renderer.h"
+#include "server/structured_output.h"
 
 namespace strata::server {
 namespace {
@@ -104,34 +105,17 @@ std::optional<ApiError> get_token_ids(const json& v, const char* param,
 // request is never answered as if the field were absent).
 std::optional<ApiError> refuse_unimplemented(const json& b) {
   static constexpr std::pair<const char*, const char*> kRefused[] = {
-      {"tools", "Tool calling is not supported yet."},
-      {"tool_choice", "Tool calling is not supported yet."},
       {"functions", "Function calling is not supported."},
       {"function_call", "Function calling is not supported."},
-      {"parallel_tool_calls", "Tool calling is not supported yet."},
       {"suffix", "suffix (insertion) is not supported."},
       {"best_of", "best_of is not supported; use n."},
-      {"guided_json", "Structured outputs are not supported yet."},
-      {"guided_regex", "Structured outputs are not supported yet."},
-      {"guided_choice", "Structured outputs are not supported yet."},
-      {"guided_grammar", "Structured outputs are not supported yet."},
-      {"structured_outputs", "Structured outputs are not supported yet."},
       {"prompt_logprobs", "prompt_logprobs is not supported."},
   };
   for (const auto& [key, message] : kRefused) {
     if (find(b, key) != nullptr) return invalid_param(key, message);
   }
-  if (const json* rf = find(b, "response_format")) {
-    const json* type = rf->is_object() ? find(*rf, "type") : nullptr;
-    if (type == nullptr || !type->is_string()) {
-      return invalid_param("response_format", "Expected an object with a string type.");
-    }
-    if (type->get<std::string>() != "text") {
-      return invalid_param("response_format",
-                           "Only response_format type text is supported yet (structured outputs "
-                           "are not).");
-    }
-  }
+  // tools, tool_choice, parallel_tool_calls, response_format, structured_outputs
+  // and guided_*: server/output_constraint.h.
   return std::nullopt;
 }
 
@@ -188,7 +172,8 @@ std::optional<ApiError> refuse_unknown(const json& b, std::initializer_list<std:
     const std::string& key = it.key();
     const auto matches = [&](std::string_view k) { return k == key; };
     if (std::any_of(std::begin(kCommon), std::end(kCommon), matches) ||
-        std::any_of(own.begin(), own.end(), matches)) {
+        std::any_of(own.begin(), own.end(), matches) ||
+        is_structured_output_field(key)) {  // structured_output.h
       continue;
     }
     return unknown_argument(key);
@@ -576,9 +561,10 @@ std::optional<ApiError> parse_chat_request(const ordered_json& ob, const Protoco
   if (find(b, "chat_template") != nullptr) {
     return invalid_param("chat_template", "Templates from clients are not accepted.");
   }
-  if (auto e = refuse_unknown(b, {"messages", "logprobs", "top_logprobs", "add_generation_prompt",
-                                  "continue_final_message", "chat_template_kwargs", "documents",
-                                  "add_special_tokens"})) {
+  if (auto e = refuse_unknown(
+          b, {"messages", "logprobs", "top_logprobs", "add_generation_prompt",
+              "continue_final_message", "chat_template_kwargs", "documents", "add_special_tokens",
+              "tools", "tool_choice", "parallel_tool_calls"})) {  // tools: tool_call_parser.h
     return e;
   }
   if (auto e = parse_params(b, limits, &out->params)) return e;
@@ -591,7 +577,9 @@ std::optional<ApiError> parse_chat_request(const ordered_json& ob, const Protoco
     return invalid_param("top_logprobs", "top_logprobs requires logprobs to be true.");
   }
   if (auto e = get_bool(b, "add_special_tokens", &out->add_special_tokens)) return e;
-  return parse_template_inputs(ob, b, &out->chat);
+  if (auto e = parse_template_inputs(ob, b, &out->chat)) return e;
+  // The chat template renders the tools (tool_call_parser.h validates them).
+  return get_object_list(ob, "tools", &out->chat.tools);
 }
 
 std::optional<ApiError> parse_chat_request(const json& b, const ProtocolLimits& limits,

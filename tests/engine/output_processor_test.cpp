@@ -62,6 +62,36 @@ TEST(OutputProcessor, StopStringIsCutAndTheChoiceReportedStopped) {
   EXPECT_EQ(metrics.snapshot().request_success_stop, 1);
 }
 
+// A grammar that ends after an ordinary token (a closing brace) finishes
+// with kStop; that token's text is output, unlike a stop token's.
+TEST(OutputProcessor, GrammarEndKeepsTheLastTokensText) {
+  STRATA_REQUIRE_MODEL();
+  for (const bool by_grammar : {true, false}) {
+    Metrics metrics;
+    OutputProcessor out(*peaky_model().tokenizer, &metrics, false);
+    auto stream = std::make_shared<RequestStream>(7, 1);
+    out.add_choice(1, spec_of(stream));
+    const std::vector<int32_t> ids = ids_of("ab}");
+    for (size_t i = 0; i < ids.size(); ++i) {
+      StepOutput o;
+      const bool last = i + 1 == ids.size();
+      o.updates.push_back(token(1, ids[i], static_cast<int64_t>(i + 1),
+                                last ? FinishReason::kStop : FinishReason::kNone));
+      o.updates.back().ends_on_stop_token = last && !by_grammar;
+      out.process(o, ExecutedStep{}, static_cast<int64_t>(i));
+    }
+    std::map<int32_t, ChoiceOutput> got;
+    collect(*stream, &got);
+    std::string expected = "ab}";
+    if (!by_grammar) {  // the last token was a stop token: its text is dropped
+      expected =
+          peaky_model().tokenizer->decode(std::vector<int32_t>(ids.begin(), ids.end() - 1), false);
+    }
+    EXPECT_EQ(got[0].text, expected) << by_grammar;
+    EXPECT_EQ(got[0].finish_reason, FinishReason::kStop);
+  }
+}
+
 TEST(OutputProcessor, ErrorsCarryTheirCodeAndLengthFlushesHeldText) {
   STRATA_REQUIRE_MODEL();
   OutputProcessor out(*peaky_model().tokenizer, nullptr, false);

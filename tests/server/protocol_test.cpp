@@ -237,8 +237,11 @@ TEST(ProtocolTest, ChatTemplateFields) {
   expect_400(chat("{" + std::string(kMsg) + R"(,"chat_template_kwargs":{"messages":[]}})"),
              "chat_template_kwargs");
   expect_400(chat("{" + std::string(kMsg) + R"(,"documents":["d"]})"), "documents");
-  // Tool calling is issue 18: tools stay refused on chat completions.
-  expect_400(chat("{" + std::string(kMsg) + R"(,"tools":[{"type":"function"}]})"), "tools");
+  // Tools reach the template (tool_call_parser.h validates their fields).
+  ChatRequest with_tools;
+  ASSERT_FALSE(chat("{" + std::string(kMsg) + R"(,"tools":[{"type":"function"}]})", &with_tools));
+  EXPECT_EQ(with_tools.chat.tools.size(), 1u);
+  expect_400(chat("{" + std::string(kMsg) + R"(,"tools":[1]})"), "tools");
   expect_400(chat(R"({"messages":[{"role":"assistant","content":null,"tool_calls":[
       {"type":"function","function":{"name":"f","arguments":"{bad"}}]}]})"),
              "messages");
@@ -365,10 +368,7 @@ TEST(ApiErrorTest, BodiesAndStatuses) {
 // Nothing a client sends is silently ignored: a field strata does not
 // implement, or does not know, is a 400 naming it.
 TEST(ProtocolTest, UnimplementedAndUnknownFieldsAreRefusedByName) {
-  for (const char* field :
-       {"tools", "tool_choice", "functions", "function_call", "parallel_tool_calls", "suffix",
-        "best_of", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
-        "structured_outputs", "prompt_logprobs"}) {
+  for (const char* field : {"functions", "function_call", "suffix", "best_of", "prompt_logprobs"}) {
     SCOPED_TRACE(field);
     const std::string body = std::string(R"({"prompt":"a",")") + field + R"(":1})";
     expect_400(completion(body), field);
@@ -380,10 +380,17 @@ TEST(ProtocolTest, UnimplementedAndUnknownFieldsAreRefusedByName) {
   expect_400(completion(R"({"prompt":"a","temprature":0.5})"), "temprature");
   expect_400(chat(R"({"messages":[{"role":"user","content":"a"}],"echo":true})"), "echo");
   expect_400(completion(R"({"prompt":"a","messages":[]})"), "messages");
-  expect_400(completion(R"({"prompt":"a","response_format":{"type":"json_object"}})"),
-             "response_format");
-  expect_400(completion(R"({"prompt":"a","response_format":"text"})"), "response_format");
-  EXPECT_FALSE(completion(R"({"prompt":"a","response_format":{"type":"text"}})"));
+  // Tools exist on chat only; structured outputs on both (their values are
+  // checked by structured_output.h / tool_call_parser.h, tested there).
+  for (const char* field : {"tools", "tool_choice", "parallel_tool_calls"}) {
+    expect_400(completion(std::string(R"({"prompt":"a",")") + field + R"(":1})"), field);
+  }
+  EXPECT_FALSE(
+      chat(R"({"messages":[{"role":"user","content":"a"}],"tools":[],"tool_choice":"none"})"));
+  for (const char* field : {"response_format", "guided_json", "guided_regex", "guided_choice",
+                            "guided_grammar", "structured_outputs"}) {
+    EXPECT_FALSE(completion(std::string(R"({"prompt":"a",")") + field + R"(":{}})")) << field;
+  }
   expect_400(completion(R"({"prompt":"a","stream":true,"stream_options":{"x":1}})"),
              "stream_options");
   expect_400(completion(R"({"prompt":"a","echo":true,"logprobs":1})"), "echo");
