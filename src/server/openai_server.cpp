@@ -93,8 +93,7 @@ http::HttpServerOptions http_options(const ServerOptions& o) {
 class OpenAiServer::Impl {
  public:
   Impl(OpenAiServer* owner, Engine& engine, const Tokenizer& tokenizer, ServerOptions options)
-      : owner_(owner),
-        engine_(engine),
+      : engine_(engine),
         tokenizer_(tokenizer),
         options_(std::move(options)),
         prompts_(tokenizer, *owner->chat_template_),
@@ -440,7 +439,6 @@ class OpenAiServer::Impl {
     }
   }
 
-  OpenAiServer* owner_;
   Engine& engine_;
   const Tokenizer& tokenizer_;
   ServerOptions options_;
