@@ -173,20 +173,18 @@ class RouterServer::Impl {
     o.connect_timeout = options_.connect_timeout;
     return o;
   }
+  // Health checks and probes: one bound on every phase of the call.
+  static http::HttpClientOptions bounded_options(std::chrono::milliseconds timeout) {
+    http::HttpClientOptions o;
+    o.connect_timeout = timeout;
+    o.response_timeout = timeout;
+    o.read_timeout = timeout;
+    return o;
+  }
   http::HttpClientOptions control_options() const {
-    http::HttpClientOptions o;
-    o.connect_timeout = options_.health_timeout;
-    o.response_timeout = options_.health_timeout;
-    o.read_timeout = options_.health_timeout;
-    return o;
+    return bounded_options(options_.health_timeout);
   }
-  http::HttpClientOptions probe_options() const {
-    http::HttpClientOptions o;
-    o.connect_timeout = options_.probe_timeout;
-    o.response_timeout = options_.probe_timeout;
-    o.read_timeout = options_.probe_timeout;
-    return o;
-  }
+  http::HttpClientOptions probe_options() const { return bounded_options(options_.probe_timeout); }
 
   std::optional<http::HttpReply> check_auth(const http::HttpRequest& r) const {
     if (options_.api_key.empty() || r.path == "/health") return std::nullopt;
