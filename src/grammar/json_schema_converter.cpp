@@ -568,65 +568,73 @@ class Converter {
 
   // --- objects --------------------------------------------------------
 
-  // A JSON string key (no escapes) different from every name in `names`.
+  // A JSON string key, written without escapes, different from every name
+  // in `names`: a trie of the names' code points where leaving the trie
+  // (a character no name continues with) reaches a free state. Names with a
+  // character a raw key cannot hold (" \ control) can never collide, so
+  // their trie stops there.
   int32_t key_excluding(const std::vector<std::string>& names) {
-    // Trie of the names' bytes; leaving the trie goes to a free state.
     struct T {
-      std::map<uint8_t, int32_t> next;
+      std::map<uint32_t, int32_t> next;
       bool is_name = false;
     };
+    const std::vector<CodepointRange> key_chars = {
+        {0x20, 0x21}, {0x23, 0x5B}, {0x5D, Grammar::kMaxCodepoint}};
+    auto allowed = [](uint32_t cp) { return cp >= 0x20 && cp != '"' && cp != '\\'; };
     std::vector<T> t(1);
     for (const auto& n : names) {
       int32_t cur = 0;
-      for (unsigned char c : n) {
-        auto it = t[cur].next.find(c);
+      bool complete = true;
+      for (size_t i = 0; i < n.size();) {
+        const uint32_t cp = decode_utf8(n, &i);
+        if (!allowed(cp)) {
+          complete = false;
+          break;
+        }
+        auto it = t[cur].next.find(cp);
         if (it == t[cur].next.end()) {
           t.push_back({});
-          it = t[cur].next.emplace(c, static_cast<int32_t>(t.size() - 1)).first;
+          it = t[cur].next.emplace(cp, static_cast<int32_t>(t.size() - 1)).first;
         }
         cur = it->second;
       }
-      t[cur].is_name = true;
+      if (complete) t[cur].is_name = true;
     }
-    // States: trie nodes, then `free`. Edges read bytes (raw, no escapes:
-    // printable ASCII except " and \, or any non-ASCII byte via a UTF-8
-    // character class when leaving the trie).
     Automaton a;
     const int32_t free_state = static_cast<int32_t>(t.size());
     a.num_states = free_state + 1;
     a.start = 0;
-    std::vector<CodepointRange> key_chars = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}};
     for (int32_t i = 0; i < static_cast<int32_t>(t.size()); ++i) {
       if (!t[i].is_name) a.finals.push_back(i);
-      std::vector<CodepointRange> leave;
-      uint32_t lo = 0x20;
-      for (const auto& [c, child] : t[i].next) {
-        a.edges.push_back({i, child, g_.bytes(std::string(1, static_cast<char>(c)))});
-        if (c >= lo) {
-          if (c > lo) leave.push_back({lo, static_cast<uint32_t>(c) - 1});
-          lo = static_cast<uint32_t>(c) + 1;
-        }
+      std::vector<CodepointRange> taken;
+      for (const auto& [cp, child] : t[i].next) {
+        a.edges.push_back({i, child, g_.char_class({{cp, cp}})});
+        taken.push_back({cp, cp});
       }
-      if (lo <= 0x7E) leave.push_back({lo, 0x7E});
-      std::vector<CodepointRange> allowed;
-      for (const auto& r : leave)
-        for (const auto& k : key_chars) {
-          const uint32_t l = std::max(r.lo, k.lo), h = std::min(r.hi, k.hi);
-          if (l <= h) allowed.push_back({l, h});
-        }
-      // Non-ASCII characters only from states whose names do not continue
-      // with a byte >= 0x80 (keeps the automaton byte-exact).
-      bool names_continue_non_ascii = false;
-      for (const auto& [c, child] : t[i].next) names_continue_non_ascii |= c >= 0x80;
-      if (!names_continue_non_ascii) allowed.push_back({0x80, Grammar::kMaxCodepoint});
-      if (!allowed.empty()) a.edges.push_back({i, free_state, g_.char_class(allowed)});
+      // key_chars minus the children: complement of (taken + excluded).
+      std::vector<CodepointRange> blocked = taken;
+      blocked.push_back({0, 0x1F});
+      blocked.push_back({'"', '"'});
+      blocked.push_back({'\\', '\\'});
+      const auto leave = complement_ranges(normalize_ranges(std::move(blocked)));
+      if (!leave.empty()) a.edges.push_back({i, free_state, g_.char_class(leave)});
     }
     a.finals.push_back(free_state);
-    a.edges.push_back(
-        {free_state, free_state,
-         g_.char_class(
-             {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}, {0x80, Grammar::kMaxCodepoint}})});
+    a.edges.push_back({free_state, free_state, g_.char_class(key_chars)});
     return g_.seq({g_.bytes("\""), g_.automaton(std::move(a)), g_.bytes("\"")});
+  }
+
+  static uint32_t decode_utf8(const std::string& s, size_t* i) {
+    const unsigned char c = static_cast<unsigned char>(s[*i]);
+    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+    if (*i + n > s.size()) {
+      *i = s.size();
+      return 0xFFFD;
+    }
+    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[*i + k]) & 0x3F);
+    *i += n;
+    return cp;
   }
 
   Result<int32_t> object(const json& s, const std::string& path, int depth) {

@@ -107,6 +107,28 @@ TEST(JsonSchemaConverter, WhitespaceIsBounded) {
   EXPECT_FALSE(m4.accept_bytes("{\"a\":1,"));  // no extra keys without additionalProperties
 }
 
+TEST(JsonSchemaConverter, ExtraKeysNeverRepeatDeclaredNames) {
+  auto g = grammar_from_json_schema(
+      R"({"type":"object","properties":{"é":{"type":"boolean"},"ab":{"type":"string"},
+          "q\"x":{"type":"null"}},"additionalProperties":{"type":"integer"}})");
+  ASSERT_TRUE(g.is_ok()) << g.status().message();
+  auto cache = grammar_test::make_cache(*g, grammar_test::small_vocab());
+  ASSERT_TRUE(cache);
+  auto complete = [&](const std::string& s) {
+    GrammarMatcher m(cache);
+    return m.accept_bytes(s) && m.can_terminate();
+  };
+  EXPECT_TRUE(complete(R"({"é":true,"éx":1,"a":2,"abc":3,"":4})"));
+  EXPECT_TRUE(complete(R"({"ab":"s","q":5})"));
+  EXPECT_FALSE(complete(R"({"é":true,"é":1})"));
+  EXPECT_FALSE(complete(R"({"ab":"s","ab":1})"));
+  EXPECT_FALSE(complete(R"({"x\u0041":1})"));  // extra keys carry no escapes
+  GrammarMatcher m(cache);
+  EXPECT_FALSE(
+      m.accept_bytes("{\"\xC3"
+                     "a"));  // never a broken UTF-8 sequence
+}
+
 // --- the corpus -------------------------------------------------------
 
 class SchemaGenerator {
