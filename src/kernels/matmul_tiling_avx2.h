@@ -73,12 +73,12 @@ static void drive(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
     const int64_t t1 = std::min(n, t0 + chunk);
     for (int64_t r = r0; r < r1; r += RMax) {
       const int rows = static_cast<int>(std::min<int64_t>(RMax, r1 - r));
-      const uint8_t* w_rows[RMax];
+      const uint8_t* w_rows[RMax] = {};
 #pragma GCC unroll 8
       for (int i = 0; i < rows; ++i) w_rows[i] = wd + static_cast<size_t>(r + i) * w.row_bytes;
       for (int64_t t = t0; t < t1; t += TMax) {
         const int toks = static_cast<int>(std::min<int64_t>(TMax, t1 - t));
-        const uint8_t* x_rows[TMax];
+        const uint8_t* x_rows[TMax] = {};
 #pragma GCC unroll 8
         for (int i = 0; i < toks; ++i) x_rows[i] = x_enc + static_cast<size_t>(t + i) * x_row_bytes;
         tile(rows, toks, w_rows, x_rows, y + t * w.rows + r);
