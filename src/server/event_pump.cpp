@@ -15,17 +15,17 @@ EventPump::~EventPump() {
 }
 
 void EventPump::schedule(std::shared_ptr<Task> task) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (is_stopping_) return;
-    if (task->is_running_) {
-      task->is_scheduled_again_ = true;
-      return;
-    }
-    if (task->is_queued_) return;
-    task->is_queued_ = true;
-    queue_.push_back(std::move(task));
+  // Notified under the lock: stop() takes it after us, so the condition
+  // variable is never signalled while the pump is being destroyed.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (is_stopping_) return;
+  if (task->is_running_) {
+    task->is_scheduled_again_ = true;
+    return;
   }
+  if (task->is_queued_) return;
+  task->is_queued_ = true;
+  queue_.push_back(std::move(task));
   cv_.notify_one();
 }
 

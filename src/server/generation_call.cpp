@@ -81,7 +81,8 @@ json GenerationCall::chunk_base() const {
               {"model", g_->model}};
 }
 
-void GenerationCall::start(std::vector<std::shared_ptr<RequestStream>> streams, EventPump& pump) {
+void GenerationCall::start(std::vector<std::shared_ptr<RequestStream>> streams,
+                           const std::shared_ptr<EventPump>& pump) {
   streams_ = std::move(streams);
   if (g_->params.stream) {
     response_->start_sse();
@@ -109,10 +110,14 @@ void GenerationCall::start(std::vector<std::shared_ptr<RequestStream>> streams, 
   response_->on_disconnect([weak] {
     if (auto self = weak.lock()) self->abort();
   });
-  EventPump* p = &pump;
+  // The engine thread calls the listener, possibly while the server (and
+  // its pump) is being destroyed: neither is touched once gone.
+  std::weak_ptr<EventPump> weak_pump = pump;
   for (const auto& s : streams_) {
-    s->set_listener([weak, p] {
-      if (auto self = weak.lock()) p->schedule(std::move(self));
+    s->set_listener([weak, weak_pump] {
+      auto self = weak.lock();
+      auto p = weak_pump.lock();
+      if (self && p) p->schedule(std::move(self));
     });
   }
 }

@@ -65,7 +65,8 @@ class GenerationCall : public EventPump::Task, public std::enable_shared_from_th
 
   // Takes the engine streams (one per prompt, in order), writes the stream's
   // opening chunks, and starts listening. Call once, right after admission.
-  void start(std::vector<std::shared_ptr<RequestStream>> streams, EventPump& pump);
+  void start(std::vector<std::shared_ptr<RequestStream>> streams,
+             const std::shared_ptr<EventPump>& pump);
   // Aborts every stream (drain timeout, server stop); the client gets the
   // abort as the final error.
   void abort();

@@ -100,7 +100,7 @@ class OpenAiServer::Impl {
         token_text_([&tokenizer](int32_t id) {
           return tokenizer.decode(std::span<const int32_t>(&id, 1), false);
         }),
-        pump_(options_.num_stream_threads),
+        pump_(std::make_shared<EventPump>(options_.num_stream_threads)),
         http_(http_options(options_), routes()) {
     init_output_constraints(tokenizer);  // structured outputs / tools
     std::random_device rd;
@@ -111,7 +111,7 @@ class OpenAiServer::Impl {
   ~Impl() {
     stop();
     http_.stop();
-    pump_.stop();
+    pump_->stop();
     // Calls still held release their slots as they die, outside calls_mu_.
     std::unordered_map<uint64_t, std::shared_ptr<GenerationCall>> calls;
     {
@@ -146,7 +146,7 @@ class OpenAiServer::Impl {
       std::this_thread::sleep_for(milliseconds(10));
     }
     http_.stop();
-    pump_.stop();
+    pump_->stop();
   }
 
   void begin_drain() {
@@ -464,8 +464,10 @@ class OpenAiServer::Impl {
 
   // Declared last: destroyed first, so no handler or pump task outlives the
   // state above. The pump goes after the server (its tasks write to
-  // responses the server owns the connections of).
-  EventPump pump_;
+  // responses the server owns the connections of). Shared with the streams'
+  // listeners (weakly), which the engine thread may still call while this
+  // server is destroyed: the engine outlives it.
+  std::shared_ptr<EventPump> pump_;
   http::HttpServer http_;
 };
 
