@@ -45,6 +45,11 @@ void DisaggMetrics::add_received(int64_t bytes, bool verified) {
   ++(verified ? s_.chunks_verified : s_.chunks_rejected);
 }
 
+void DisaggMetrics::add_read_seconds(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  s_.read_seconds += seconds;
+}
+
 void DisaggMetrics::add_decision(bool remote) {
   std::lock_guard<std::mutex> lock(mu_);
   ++(remote ? s_.remote_decisions : s_.local_decisions);
@@ -115,6 +120,9 @@ std::string DisaggMetrics::to_prometheus_text(const std::string& model_name) con
   out += "# HELP strata:kv_transfers_active Open KV transfers on this worker.\n";
   out += "# TYPE strata:kv_transfers_active gauge\n";
   line("strata:kv_transfers_active", "", static_cast<double>(s.transfers_active));
+  out += "# HELP strata:kv_transfer_read_seconds_total Seconds spent reading chunk payloads.\n";
+  out += "# TYPE strata:kv_transfer_read_seconds_total counter\n";
+  line("strata:kv_transfer_read_seconds_total", "", s.read_seconds);
   out += "# HELP strata:kv_transfer_seconds A remote prefill: ask to last chunk.\n";
   out += "# TYPE strata:kv_transfer_seconds histogram\n";
   int64_t cumulative = 0;

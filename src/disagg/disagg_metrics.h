@@ -7,6 +7,8 @@
 //   strata:kv_transfer_faults_total{kind="unreachable|closed|deadline|corrupt|refused"}
 //   strata:kv_transfer_recomputed_tokens_total (asked remotely, computed here after a fault)
 //   strata:kv_transfers_active (gauge: open transfers on this worker)
+//   strata:kv_transfer_read_seconds_total (a decode worker's time reading chunk
+//     payloads off the socket: received bytes / this = the channel's bandwidth)
 // Thread-safe (one mutex; a few records per chunk).
 #pragma once
 
@@ -32,6 +34,7 @@ struct DisaggMetricsSnapshot {
   int64_t remote_decisions = 0;
   int64_t recomputed_tokens = 0;
   int64_t transfers_active = 0;
+  double read_seconds = 0.0;
   std::map<std::string, int64_t> faults;  // by transfer_fault_name
   HistogramSnapshot transfer_seconds;
 };
@@ -42,6 +45,7 @@ class DisaggMetrics {
 
   void add_sent(int64_t bytes);  // one chunk
   void add_received(int64_t bytes, bool verified);
+  void add_read_seconds(double seconds);
   void add_decision(bool remote);
   void add_fault(TransferFault fault, int64_t recomputed_tokens);
   void observe_transfer(double seconds);

@@ -234,8 +234,10 @@ class RemotePrefillConnector::Impl::Transfer : public std::enable_shared_from_th
 
   void on_payload(boost::system::error_code ec) {
     if (ec) return end(TransferFault::kClosed);
-    payload_read_s_ += seconds_since(frame_start_);
+    const double read_s = seconds_since(frame_start_);
+    payload_read_s_ += read_s;
     payload_read_bytes_ += pending_->payload.size();
+    if (impl_.metrics) impl_.metrics->add_read_seconds(read_s);
     if (Status s = verify_chunk_payload(header_, pending_->payload); !s) {
       std::fprintf(stderr, "[kv-transfer] chunk %zu rejected: %s\n",
                    static_cast<size_t>(spec_.first_chunk) + chunks_.size(), s.message().c_str());
