@@ -19,7 +19,7 @@
 #        made with strata-mkmodel), STREAMS=8 STREAM_PROMPT=64 STREAM_OUTPUT=64
 #        LONG_TOKENS=4000 LONG_COUNT=4 LONG_INTERVAL=30 IDLE_SECONDS=10
 #        BOTH_THREADS=2 KV_MEMORY=1GiB CHUNK_TOKENS=256 PORT_BASE=19500
-#        SETUPS="colocated disagg"
+#        SETUPS="colocated disagg" VOCAB=32000 (token ids of the random prompts stay below it)
 # A reduced run: LONG_TOKENS=1000 LONG_COUNT=3 LONG_INTERVAL=8 IDLE_SECONDS=5.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,7 +73,8 @@ const S = Number(E.STREAMS), SP = Number(E.STREAM_PROMPT), SO = Number(E.STREAM_
 const LT = Number(E.LONG_TOKENS), LC = Number(E.LONG_COUNT), LI = Number(E.LONG_INTERVAL);
 let seed = 12345;
 const rnd = () => { seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0; return seed; };
-const prompt = (n) => Array.from({ length: n }, () => 100 + (rnd() % 31000));
+const V = Number(E.VOCAB ?? 32000);
+const prompt = (n) => Array.from({ length: n }, () => 100 + (rnd() % (V - 200)));
 async function complete(body, onToken) {
   const res = await fetch(`${url}/v1/completions`, { method: 'POST',
     headers: { 'Content-Type': 'application/json' },
@@ -148,9 +149,9 @@ for setup in $SETUPS; do
     remote=$(metric "$url" 'strata:prefill_decisions_total' 'remote')
     local_=$(metric "$url" 'strata:prefill_decisions_total' 'local')
     xfer_sum=$(metric "$url" 'strata:kv_transfer_seconds_sum')
-    faults=$(curl -s "$url/metrics" | grep '^strata:kv_transfer_faults_total' | awk '{s+=$2} END {print s}')
+    faults=$(curl -s "$url/metrics" | sed -n 's/^strata:kv_transfer_faults_total{.*kind="\([a-z]*\)"} \([0-9]*\)$/\1=\2/p' | tr '\n' ' ')
     awk -v b="$bytes" -v r="$read_s" -v x="$xfer_sum" -v rem="$remote" -v loc="$local_" -v f="$faults" 'BEGIN {
-      printf "disagg kv: %.1f MB received, channel %.0f MB/s (bytes / payload read time), remote prefill wall %.2f s total, decisions remote %d local %d, faults %d\n",
+      printf "disagg kv: %.1f MB received, channel %.0f MB/s (bytes / payload read time), remote prefill wall %.2f s total, decisions remote %d local %d, faults %s\n",
         b / 1e6, (r > 0 ? b / r / 1e6 : 0), x, rem, loc, f }'
   fi
   stop_all

@@ -95,6 +95,11 @@ class RemotePrefillConnector::Impl::Transfer : public std::enable_shared_from_th
     int32_t chunk_tokens = 0;
     size_t payload_bytes = 0;
     double deadline_s = 0.0;
+    // What the deadline was derived from, to re-derive it as the transfer
+    // learns more (the peer's fresh queue in its reply, each chunk's arrival).
+    PrefillRates rates;
+    int64_t num_tokens = 0;
+    double min_deadline_s = 0.0;
   };
 
   Transfer(Impl& impl, Spec spec)
@@ -108,11 +113,7 @@ class RemotePrefillConnector::Impl::Transfer : public std::enable_shared_from_th
     start_ = Clock::now();
     if (impl_.metrics) impl_.metrics->add_active(1);
     auto self = shared_from_this();
-    timer_.expires_after(std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(spec_.deadline_s)));
-    timer_.async_wait([self](boost::system::error_code ec) {
-      if (!ec) self->end(TransferFault::kDeadline);
-    });
+    arm_deadline(spec_.deadline_s);
     std::string host, port;
     {
       std::lock_guard<std::mutex> lock(impl_.mu);
@@ -174,6 +175,33 @@ class RemotePrefillConnector::Impl::Transfer : public std::enable_shared_from_th
         });
   }
 
+  // (Re)arms the deadline at `seconds` after the start.
+  void arm_deadline(double seconds) {
+    deadline_s_ = seconds;
+    timer_.expires_at(start_ + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(seconds)));
+    auto self = shared_from_this();
+    timer_.async_wait([self](boost::system::error_code ec) {
+      if (!ec) self->end(TransferFault::kDeadline);
+    });
+  }
+
+  // The deadline as the rates now predict the rest of the transfer, from
+  // now; only ever later. A prefill worker that reports a longer queue, or
+  // that keeps delivering chunks, is not stalled; one that goes silent
+  // misses the deadline within a few chunks' expected time.
+  void extend_deadline() {
+    const int32_t num_left = static_cast<int32_t>(spec_.keys.size() - chunks_.size());
+    const int64_t tokens_left =
+        spec_.keys.empty() ? 0
+                           : spec_.num_tokens * num_left / static_cast<int64_t>(spec_.keys.size());
+    PrefillRates r = spec_.rates;
+    if (!chunks_.empty()) r.peer_queue_delay_s = 0.0;  // it is computing ours
+    const double rest =
+        transfer_deadline_s(r, tokens_left, spec_.payload_bytes * num_left, spec_.min_deadline_s);
+    if (elapsed_s() + rest > deadline_s_) arm_deadline(elapsed_s() + rest);
+  }
+
   void on_reply(boost::system::error_code ec) {
     if (ec) return end(TransferFault::kClosed);
     rtt_s_ = elapsed_s();
@@ -181,6 +209,9 @@ class RemotePrefillConnector::Impl::Transfer : public std::enable_shared_from_th
     if (!r) return end(TransferFault::kCorrupt);
     reply_ = *r;
     if (r->status != KvReplyStatus::kOk) return end(TransferFault::kRefused);
+    spec_.rates.peer_queue_delay_s = r->queue_delay_s;
+    if (r->prefill_s_per_token > 0.0) spec_.rates.peer_s_per_token = r->prefill_s_per_token;
+    extend_deadline();
     read_frame();
   }
 
@@ -249,6 +280,7 @@ class RemotePrefillConnector::Impl::Transfer : public std::enable_shared_from_th
           static_cast<int64_t>(kChunkHeaderBytes + pending_->payload.size()), true);
     }
     chunks_.push_back(std::move(pending_));
+    extend_deadline();
     read_frame();
   }
 
@@ -271,6 +303,7 @@ class RemotePrefillConnector::Impl::Transfer : public std::enable_shared_from_th
   std::optional<KvReplyHeader> reply_;
   std::vector<KvChunkHandle> chunks_;
   double rtt_s_ = 0.0;
+  double deadline_s_ = 0.0;
   double payload_read_s_ = 0.0;
   size_t payload_read_bytes_ = 0;
   bool is_ended_ = false;
@@ -424,6 +457,9 @@ int64_t RemotePrefillConnector::start_load(const KvLoadQuery& q) {
   spec.payload_bytes = chunk_payload_bytes_;
   spec.deadline_s =
       transfer_deadline_s(rates, num_remote_tokens, kv_bytes, options_.min_deadline_s);
+  spec.rates = rates;
+  spec.num_tokens = num_remote_tokens;
+  spec.min_deadline_s = options_.min_deadline_s;
   for (int64_t k = first_chunk; k < end_chunk; ++k) {
     spec.keys.push_back(make_chunk_key(
         fingerprint_, q.block_hashes[static_cast<size_t>((k + 1) * blocks_per_chunk_ - 1)]));
