@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/disagg_flags.h"
 #include "cli/engine_flags.h"
 #include "server/openai_server.h"
 
@@ -139,6 +140,7 @@ struct ServeOptions {
   std::string max_body_bytes = format_byte_size(server::ServerOptions{}.max_body_bytes);
   int32_t drain_timeout_s = 30;  // seconds in-flight requests get after SIGTERM
   EngineFlags engine;
+  DisaggFlags disagg;  // --role and the KV transfer channel
 };
 int run_serve(const ServeOptions& opt);
 
@@ -148,6 +150,11 @@ struct RouterCommandOptions {
   std::string host = "127.0.0.1";
   int32_t port = 8000;
   std::vector<std::string> replicas;
+  // Disaggregated serving (docs/disagg.md): generations go to the decode
+  // pool (as replicas); the prefill pool is reached by the decode workers
+  // over their own KV transfer channels.
+  std::vector<std::string> decode_workers;
+  std::vector<std::string> prefill_workers;
   std::string replicas_file;
   std::string policy = "cache-aware";
   std::string api_key;

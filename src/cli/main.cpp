@@ -181,6 +181,7 @@ int main(int argc, char** argv) {
       "--reasoning-parser", serve.server.reasoning_parser_name,
       "Split chat output into reasoning_content and content: deepseek_r1 | qwen3");
   strata::cli::add_engine_flags(serve_cmd, &serve.engine);
+  strata::cli::add_disagg_flags(serve_cmd, &serve.disagg);
 
   strata::cli::RouterCommandOptions router;
   auto* router_cmd = strata::cli::add_router_command(&app, &router);

@@ -44,6 +44,12 @@ CLI::App* add_router_command(CLI::App* app, RouterCommandOptions* opt) {
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--replica", opt->replicas, "Replica base URL (http://host:port), repeatable");
+  cmd->add_option("--decode", opt->decode_workers,
+                  "Decode worker base URL (strata serve --role decode), repeatable: routed to as "
+                  "replicas");
+  cmd->add_option("--prefill", opt->prefill_workers,
+                  "Prefill worker base URL (strata serve --role prefill), repeatable: never "
+                  "routed to; the decode workers ask it over --prefill-peer");
   cmd->add_option("--replicas-file", opt->replicas_file,
                   "File of replica URLs, one a line; reloaded on SIGHUP");
   cmd->add_option("--policy", opt->policy, "cache-aware | least-load | round-robin | session")
@@ -129,13 +135,15 @@ int run_router(const RouterCommandOptions& opt) {
   o.host = opt.host;
   o.port = static_cast<uint16_t>(opt.port);
   o.replicas = opt.replicas;
+  o.replicas.insert(o.replicas.end(), opt.decode_workers.begin(), opt.decode_workers.end());
   if (!opt.replicas_file.empty()) {
     Result<std::vector<std::string>> urls = router::read_replicas_file(opt.replicas_file);
     if (!urls) return fail(urls.status());
     o.replicas.insert(o.replicas.end(), urls->begin(), urls->end());
   }
   if (o.replicas.empty()) {
-    return fail(invalid_argument("router: no replicas (give --replica URL or --replicas-file)"));
+    return fail(invalid_argument(
+        "router: no replicas (give --replica URL, --decode URL or --replicas-file)"));
   }
   Result<router::Policy> policy = router::parse_policy(opt.policy);
   if (!policy) return fail(policy.status());
@@ -152,7 +160,9 @@ int run_router(const RouterCommandOptions& opt) {
   o.block_size = opt.block_size;
   o.num_io_threads = opt.num_io_threads;
   o.num_worker_threads = opt.num_worker_threads;
-  const std::vector<std::string> command_line_replicas = opt.replicas;
+  std::vector<std::string> command_line_replicas = opt.replicas;
+  command_line_replicas.insert(command_line_replicas.end(), opt.decode_workers.begin(),
+                               opt.decode_workers.end());
 
   Result<std::unique_ptr<router::RouterServer>> server =
       router::RouterServer::create(**tokenizer, std::move(o));
@@ -161,6 +171,10 @@ int run_router(const RouterCommandOptions& opt) {
   std::fprintf(stderr, "[router] listening on http://%s:%u, policy %s, %zu replicas\n",
                opt.host.c_str(), static_cast<unsigned>((*server)->port()), opt.policy.c_str(),
                (*server)->replica_urls().size());
+  for (const std::string& url : opt.prefill_workers) {
+    std::fprintf(stderr, "[router] prefill pool: %s (reached by the decode workers)\n",
+                 url.c_str());
+  }
   std::fflush(stderr);
 
   while (true) {

@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/startup_log.h"
+#include "disagg/worker_role.h"
 #include "engine/engine.h"
 #include "http/http_server.h"
 #include "model/model_weights.h"
@@ -68,7 +69,15 @@ int run_serve(const ServeOptions& opt) {
   if (!engine_options) return fail(engine_options.status());
   Result<size_t> max_body = parse_byte_size(opt.max_body_bytes);
   if (!max_body) return fail(max_body.status());
-  Result<std::unique_ptr<Engine>> engine = Engine::create(*weights, **tokenizer, *engine_options);
+  Result<disagg::WorkerRoleOptions> role_options = to_worker_role_options(opt.disagg);
+  if (!role_options) return fail(role_options.status());
+  // Declared before the engine: the engine's connector reports into its
+  // metrics, and its transfer server is stopped before the engine goes.
+  Result<std::unique_ptr<disagg::WorkerRoleSetup>> role =
+      disagg::WorkerRoleSetup::create(*weights, *engine_options, std::move(*role_options));
+  if (!role) return fail(role.status());
+  Result<std::unique_ptr<Engine>> engine =
+      Engine::create(*weights, **tokenizer, *engine_options, (*role)->connector_factory());
   if (!engine) return fail(engine.status());
   std::fprintf(stderr, "[serve] engine ready in %.2f s\n",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -97,6 +106,11 @@ int run_serve(const ServeOptions& opt) {
   so.served_model_name = opt.served_model_name.empty() ? std::filesystem::path(path).stem().string()
                                                        : opt.served_model_name;
   so.max_body_bytes = *max_body;
+  if ((*role)->role() != disagg::WorkerRole::kBoth) {
+    so.extra_metrics_text = [r = role->get(), name = so.served_model_name] {
+      return r->metrics_text(name);
+    };
+  }
   // Every connection is a descriptor: the default soft limit (often 1024)
   // would refuse connections long before --max-connections.
   const uint64_t wanted_fds = static_cast<uint64_t>(so.max_connections) + 256;
@@ -106,6 +120,18 @@ int run_serve(const ServeOptions& opt) {
   }
   server::OpenAiServer server(**engine, **tokenizer, so);
   if (Status s = server.bind(); !s.is_ok()) return fail(s);
+  if (Status s = (*role)->start(**engine); !s.is_ok()) return fail(s);
+  if ((*role)->role() == disagg::WorkerRole::kPrefill) {
+    std::fprintf(stderr, "[serve] role prefill: kv transfer listening on %s:%d (chunk %d tokens)\n",
+                 opt.disagg.options.transfer.host.c_str(), (*role)->transfer_port(),
+                 engine_options->kv_tiers.chunk_tokens);
+  } else if ((*role)->role() == disagg::WorkerRole::kDecode) {
+    std::string peers;
+    for (const std::string& p : opt.disagg.options.remote.peers) peers += " " + p;
+    std::fprintf(stderr, "[serve] role decode: remote prefill %s on%s (chunk %d tokens)\n",
+                 opt.disagg.remote_prefill.c_str(), peers.c_str(),
+                 engine_options->kv_tiers.chunk_tokens);
+  }
   if (!so.chat_template_path.empty()) {
     std::fprintf(stderr, "[serve] chat template: %s (--chat-template)\n",
                  so.chat_template_path.c_str());
@@ -149,6 +175,7 @@ int run_serve(const ServeOptions& opt) {
   server.serve();
   // serve() only returns after stop(); the waiter has finished or is about to.
   waiter.join();
+  (*role)->stop();
   std::fprintf(stderr, "[serve] stopped\n");
   return 0;
 }

@@ -7,10 +7,16 @@ namespace strata {
 
 Result<std::unique_ptr<Engine>> Engine::create(const ModelWeights& weights,
                                                const Tokenizer& tokenizer,
-                                               const EngineOptions& options) {
+                                               const EngineOptions& options,
+                                               const KvConnectorFactory& connector_factory) {
   std::unique_ptr<Engine> engine(new Engine());
-  STRATA_ASSIGN_OR_RETURN(engine->core_, EngineCore::create(weights, tokenizer, options,
-                                                            &engine->metrics_, &engine->clock_));
+  std::unique_ptr<KvConnector> connector;
+  if (connector_factory) {
+    STRATA_ASSIGN_OR_RETURN(connector, connector_factory(engine->metrics_, engine->clock_));
+  }
+  STRATA_ASSIGN_OR_RETURN(engine->core_,
+                          EngineCore::create(weights, tokenizer, options, &engine->metrics_,
+                                             &engine->clock_, std::move(connector)));
   engine->max_model_len_ = engine->core_->max_model_len();
   engine->options_ = options;
   engine->num_kv_blocks_ = engine->core_->kv_cache().num_blocks();

@@ -25,6 +25,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -42,12 +43,19 @@
 
 namespace strata {
 
+// Makes the engine's KvConnector (one that reports into the engine's own
+// Metrics), instead of the one options.kv_tiers would create.
+using KvConnectorFactory =
+    std::function<Result<std::unique_ptr<KvConnector>>(Metrics& metrics, const Clock& clock)>;
+
 class Engine {
  public:
   // Builds the core (allocating the KV pool) and starts the engine thread.
+  // `connector_factory`, when set, makes the core's connector.
   static Result<std::unique_ptr<Engine>> create(const ModelWeights& weights,
                                                 const Tokenizer& tokenizer,
-                                                const EngineOptions& options);
+                                                const EngineOptions& options,
+                                                const KvConnectorFactory& connector_factory = {});
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

@@ -241,7 +241,8 @@ bool EngineCore::try_start_load(GenerationRequest& request,
   std::vector<BlockHash> hashes =
       block_hashes_of(request.prompt_tokens, options_.block_size, request.cache_salt);
   const PrefixHit hit = kv_cache_->find_prefix(request.prompt_tokens, hashes);
-  const KvLoadQuery query{stream->id(), request.prompt_tokens, hashes, hit.num_tokens};
+  const KvLoadQuery query{stream->id(), request.prompt_tokens, hashes, hit.num_tokens,
+                          request.cache_salt};
   if (connector_->start_load(query) <= 0) return false;
   loads_.emplace(stream->id(),
                  PendingLoad{std::move(request), stream, arrival_ns, std::move(hashes)});

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "engine/prefix_probe.h"
@@ -49,6 +50,9 @@ struct KvLoadQuery {
   std::span<const BlockHash> block_hashes;
   // Leading prompt tokens already in the pool (its prefix hit), whole blocks.
   int64_t num_pool_tokens = 0;
+  // The request's cache salt (folded into block_hashes): a connector that
+  // has another process compute the prompt must hash it the same way.
+  std::string_view cache_salt;
 };
 
 // A load whose lookup finished.

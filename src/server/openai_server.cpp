@@ -218,7 +218,8 @@ class OpenAiServer::Impl {
     r.add("GET", "/metrics", [this](http::HttpRequest, http::ResponsePtr res) {
       res->send(200, "text/plain; version=0.0.4",
                 engine_.metrics().to_prometheus_text(options_.served_model_name) +
-                    structured_output_metrics_text(structured_.get(), options_.served_model_name));
+                    structured_output_metrics_text(structured_.get(), options_.served_model_name) +
+                    (options_.extra_metrics_text ? options_.extra_metrics_text() : std::string()));
     });
     r.add("GET", "/v1/models", [this](http::HttpRequest, http::ResponsePtr res) {
       send_json(res, json{{"object", "list"}, {"data", json::array({model_card()})}});

@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -78,6 +79,9 @@ struct ServerOptions {
   // Tool-call syntax (hermes, llama3_json, mistral); empty = from the chat
   // template, else hermes (server/output_constraint.h).
   std::string tool_call_parser;
+  // More Prometheus text appended to /metrics (the disaggregation's KV
+  // transfer counters); called on an HTTP thread, must be thread-safe.
+  std::function<std::string()> extra_metrics_text;
 };
 
 class OpenAiServer {

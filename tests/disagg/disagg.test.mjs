@@ -1,0 +1,223 @@
+// Disaggregated prefill/decode with real processes on loopback (the small
+// test model, one thread each, 32-token chunks): greedy outputs through a
+// router in front of 1 prefill + 1 decode worker equal one `--role both`
+// server's, for prompts of 0, 1 and many chunks and with prefix hits on
+// either side; a prefill worker that sends a corrupt chunk, is SIGKILLed
+// mid-transfer, is SIGSTOPped past the deadline or restarts costs a
+// recompute, never an error or a wrong token (a canary stream on the decode
+// worker is unaffected); a client that goes away cancels the transfer on
+// both sides, and both pools return to their baseline. Every process is
+// started here and killed by its PID.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { BIN, MODEL, freePort, post, sleep, spawnListening, stop, stream, waitFor }
+  from '../router/fleet.mjs';
+
+const started = [];
+after(async () => {
+  for (const p of started) {
+    try { process.kill(p.proc.pid, 'SIGCONT'); } catch { /* gone */ }
+    await stop(p, 'SIGKILL');
+  }
+});
+
+const common = ['--log-interval', '0', '-t', '1', '--kv-cache-memory', '16MiB',
+  '--served-model-name', 'm', '--kv-chunk-tokens', '32', '--block-size', '16'];
+
+async function serve(extra, env = {}) {
+  const saved = {};
+  for (const [k, v] of Object.entries(env)) { saved[k] = process.env[k]; process.env[k] = v; }
+  try {
+    const r = await spawnListening(['serve', '-m', MODEL, '--port', '0', ...common, ...extra]);
+    started.push(r);
+    r.url = `http://127.0.0.1:${r.port}`;
+    const m = /kv transfer listening on ([\d.]+):(\d+)/.exec(r.log());
+    if (m) r.kv = `${m[1]}:${m[2]}`;
+    return r;
+  } finally {
+    for (const k of Object.keys(env)) {
+      if (saved[k] === undefined) delete process.env[k]; else process.env[k] = saved[k];
+    }
+  }
+}
+const both = () => serve([]);
+const prefill = (extra = [], env = {}) => serve(['--role', 'prefill', ...extra], env);
+// The deadline floor is generous (an instrumented build is slow) except where
+// the deadline is the subject.
+const decode = (p, extra = [], minDeadline = '30') => serve(['--role', 'decode',
+  '--prefill-peer', p.kv, '--remote-prefill', 'always', '--kv-transfer-min-deadline', minDeadline,
+  ...extra]);
+
+// A metric's value (the sum over series whose labels contain `labels`).
+async function metric(url, name, labels = '') {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let sum = NaN;
+  for (const line of text.split('\n')) {
+    const m = /^([^{\s]+)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name || !(m[2] ?? '').includes(labels)) continue;
+    sum = (Number.isNaN(sum) ? 0 : sum) + Number(m[3]);
+  }
+  return sum;
+}
+
+// Deterministic prompts of exact token counts (ids in [5, 500)).
+function tokens(n, seed) {
+  const out = [];
+  let x = seed * 7919 + 1;
+  for (let i = 0; i < n; ++i) { x = (x * 1103515245 + 12345) % 2147483648; out.push(5 + (x % 495)); }
+  return out;
+}
+const greedy = { model: 'm', temperature: 0, max_tokens: 12, ignore_eos: true };
+async function complete(url, prompt, extra = {}) {
+  const r = await post(url, '/v1/completions', { ...greedy, prompt, ...extra });
+  assert.equal(r.status, 200, r.text);
+  return r.json;
+}
+const text = (j) => j.choices[0].text;
+
+async function idle(url) {
+  return await metric(url, 'strata:kv_cache_usage_perc') === 0 &&
+    await metric(url, 'strata:num_requests_running') === 0 &&
+    await metric(url, 'strata:kv_transfers_active') === 0;
+}
+
+test('greedy outputs through router + 1P + 1D equal one colocated server', async () => {
+  const ref = await both();
+  const p = await prefill();
+  const d = await decode(p);
+  const r = await spawnListening(['router', '-m', MODEL, '--port', '0', '--health-interval-ms',
+    '100', '--prefill', p.url, '--decode', d.url]);
+  started.push(r);
+  r.url = `http://127.0.0.1:${r.port}`;
+  // 0 chunks (shorter than one), exactly one, many; then the same prompt
+  // again (a prefix hit on the decode worker: no transfer).
+  const cases = [tokens(10, 1), tokens(45, 2), tokens(190, 3), tokens(190, 3)];
+  for (const prompt of cases) {
+    assert.equal(text(await complete(r.url, prompt)), text(await complete(ref.url, prompt)),
+      `prompt of ${prompt.length} tokens`);
+  }
+  assert.ok(await metric(d.url, 'strata:prefill_decisions_total', 'where="remote"') >= 2);
+  assert.ok(await metric(d.url, 'strata:kv_transfer_chunks_total', 'result="verified"') >= 6);
+  assert.equal(await metric(d.url, 'strata:kv_transfer_chunks_total', 'result="rejected"'), 0);
+  assert.ok(await metric(p.url, 'strata:kv_transfer_bytes_total', 'direction="sent"') > 0);
+  assert.equal(await metric(p.url, 'strata:kv_transfer_bytes_total', 'direction="sent"'),
+    await metric(d.url, 'strata:kv_transfer_bytes_total', 'direction="received"'));
+
+  // A prefix hit on the prefill side only: the prefill worker served this
+  // prompt itself first; the decode worker has never seen it.
+  const shared = tokens(150, 4);
+  const first = await complete(p.url, shared);
+  const before = await metric(d.url, 'strata:kv_transfer_chunks_total', 'result="verified"');
+  const viaD = await complete(d.url, shared);
+  assert.equal(text(viaD), text(first));
+  assert.equal(text(viaD), text(await complete(ref.url, shared)));
+  assert.equal(await metric(d.url, 'strata:kv_transfer_chunks_total', 'result="verified"'),
+    before + 4);
+  // Partly cached on the decode worker (its first chunks), the rest remote.
+  const longer = [...shared, ...tokens(60, 5)];
+  assert.equal(text(await complete(d.url, longer)), text(await complete(ref.url, longer)));
+  // Cache salts travel with the ask (the keys depend on them).
+  const salted = tokens(100, 6);
+  assert.equal(text(await complete(d.url, salted, { cache_salt: 'tenant-a' })),
+    text(await complete(ref.url, salted, { cache_salt: 'tenant-a' })));
+  assert.equal(await metric(d.url, 'strata:kv_transfer_chunks_total', 'result="rejected"'), 0);
+  assert.ok(await waitFor(async () => await idle(d.url) && await idle(p.url), 10000));
+});
+
+test('a corrupt chunk is rejected and recomputed', async () => {
+  const ref = await both();
+  const p = await prefill([], { STRATA_TEST_KV_CORRUPT_CHUNK: '1' });
+  const d = await decode(p);
+  const prompt = tokens(190, 7);
+  assert.equal(text(await complete(d.url, prompt)), text(await complete(ref.url, prompt)));
+  assert.equal(await metric(d.url, 'strata:kv_transfer_chunks_total', 'result="rejected"'), 1);
+  assert.equal(await metric(d.url, 'strata:kv_transfer_chunks_total', 'result="verified"'), 1);
+  assert.equal(await metric(d.url, 'strata:kv_transfer_faults_total', 'kind="corrupt"'), 1);
+  assert.equal(await metric(d.url, 'strata:kv_transfer_recomputed_tokens_total'), 4 * 32);
+  // The next transfer is whole again.
+  const next = tokens(120, 8);
+  assert.equal(text(await complete(d.url, next)), text(await complete(ref.url, next)));
+  assert.equal(await metric(d.url, 'strata:kv_transfer_chunks_total', 'result="verified"'), 4);
+});
+
+test('a prefill worker SIGKILLed mid-transfer, then restarted', async () => {
+  const ref = await both();
+  const port = await freePort();
+  // Chunks trickle out 300 ms apart, so the kill lands mid-transfer.
+  const p = await prefill(['--kv-transfer-port', String(port)],
+    { STRATA_TEST_KV_CHUNK_DELAY_MS: '300' });
+  const d = await decode(p, [], '60');
+  const canaryPrompt = tokens(20, 9);
+  const canaryRef = await post(ref.url, '/v1/completions',
+    { ...greedy, prompt: canaryPrompt, max_tokens: 60 });
+  const canary = stream(d.url, '/v1/completions', { ...greedy, prompt: canaryPrompt, max_tokens: 60 });
+  const prompt = tokens(190, 10);
+  const pending = complete(d.url, prompt);
+  assert.ok(await waitFor(async () =>
+    await metric(d.url, 'strata:kv_transfer_chunks_total', 'result="verified"') >= 1, 20000));
+  process.kill(p.proc.pid, 'SIGKILL');
+  assert.equal(text(await pending), text(await complete(ref.url, prompt)));
+  assert.equal(await metric(d.url, 'strata:kv_transfer_faults_total', 'kind="closed"'), 1);
+  assert.ok(await metric(d.url, 'strata:kv_transfer_recomputed_tokens_total') > 0);
+  // While it is down: unreachable, computed locally.
+  const down = tokens(100, 11);
+  assert.equal(text(await complete(d.url, down)), text(await complete(ref.url, down)));
+  // Restarted on the same port: used again once its back-off passed.
+  const p2 = await prefill(['--kv-transfer-port', String(port)]);
+  assert.equal(p2.kv, p.kv);
+  let ok = false;
+  for (let i = 0; i < 40 && !ok; ++i) {
+    const again = tokens(100, 12 + i);
+    assert.equal(text(await complete(d.url, again)), text(await complete(ref.url, again)));
+    ok = await metric(p2.url, 'strata:kv_transfer_chunks_total', 'result="sent"') > 0;
+    if (!ok) await sleep(100);
+  }
+  assert.ok(ok, 'the restarted prefill worker is used again');
+  const c = await canary;
+  assert.equal(c.error, null);
+  assert.equal(c.text, canaryRef.json.choices[0].text);
+  assert.ok(await waitFor(async () => await idle(d.url) && await idle(p2.url), 10000));
+});
+
+test('a prefill worker SIGSTOPped past the deadline', async () => {
+  const ref = await both();
+  const p = await prefill();
+  const d = await decode(p, [], '0.3');
+  // One remote prefill first, so the rates are measured.
+  const warm = tokens(100, 60);
+  assert.equal(text(await complete(d.url, warm)), text(await complete(ref.url, warm)));
+  const deadlines = await metric(d.url, 'strata:kv_transfer_faults_total', 'kind="deadline"');
+  const recomputed = await metric(d.url, 'strata:kv_transfer_recomputed_tokens_total');
+  process.kill(p.proc.pid, 'SIGSTOP');
+  try {
+    const prompt = tokens(190, 61);
+    assert.equal(text(await complete(d.url, prompt)), text(await complete(ref.url, prompt)));
+    assert.equal(await metric(d.url, 'strata:kv_transfer_faults_total', 'kind="deadline"'),
+      deadlines + 1);
+    assert.equal(await metric(d.url, 'strata:kv_transfer_recomputed_tokens_total'),
+      recomputed + 5 * 32);
+  } finally {
+    process.kill(p.proc.pid, 'SIGCONT');
+  }
+  // Resumed, it sees the closed connection and keeps nothing.
+  assert.ok(await waitFor(async () => await idle(d.url) && await idle(p.url), 10000));
+});
+
+test('a client that goes away cancels the transfer on both sides', async () => {
+  const p = await prefill([], { STRATA_TEST_KV_CHUNK_DELAY_MS: '2000' });
+  const d = await decode(p, [], '120');
+  const baseline = await metric(p.url, 'strata:kv_cache_usage_perc');
+  const ac = new AbortController();
+  const req = fetch(`${d.url}/v1/completions`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, signal: ac.signal,
+    body: JSON.stringify({ ...greedy, prompt: tokens(190, 70), stream: true }) });
+  assert.ok(await waitFor(async () =>
+    await metric(p.url, 'strata:kv_transfers_active') === 1 &&
+    await metric(d.url, 'strata:kv_transfers_active') === 1, 20000));
+  ac.abort();
+  await req.catch(() => {});
+  // Both ends closed well before the 5 x 2 s trickle could have finished.
+  assert.ok(await waitFor(async () => await idle(d.url) && await idle(p.url), 4000));
+  assert.equal(await metric(p.url, 'strata:kv_cache_usage_perc'), baseline);
+  assert.ok(await metric(p.url, 'strata:kv_transfer_chunks_total', 'result="sent"') < 5);
+});
