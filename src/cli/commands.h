@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/engine_flags.h"
+#include "parallel/process_group.h"
 #include "server/openai_server.h"
 
 namespace CLI {
@@ -48,6 +49,7 @@ struct GenerateOptions {
   int32_t num_threads = 0;     // 0 = hardware concurrency
   int32_t context_tokens = 0;  // 0 = the model's context length
   bool ignore_eos = false;
+  ParallelOptions parallel;  // --tensor-parallel-size, --pipeline-parallel-size
 };
 int run_generate(const GenerateOptions& opt);
 
@@ -77,6 +79,7 @@ struct BenchThroughputOptions {
   uint64_t seed = 0;
   bool json = false;
   EngineFlags engine;
+  ParallelOptions parallel;
 };
 int run_bench_throughput(const BenchThroughputOptions& opt);
 
@@ -139,6 +142,7 @@ struct ServeOptions {
   std::string max_body_bytes = format_byte_size(server::ServerOptions{}.max_body_bytes);
   int32_t drain_timeout_s = 30;  // seconds in-flight requests get after SIGTERM
   EngineFlags engine;
+  ParallelOptions parallel;
 };
 int run_serve(const ServeOptions& opt);
 
