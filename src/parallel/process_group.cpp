@@ -55,7 +55,28 @@ int checked_count(size_t bytes) {
   return static_cast<int>(bytes);
 }
 
+// Whether process `pid` on this host has exited (gone, or a zombie its
+// launcher has not reaped yet). A dead neighbour is seen within one poll
+// instead of one heartbeat timeout.
+bool has_exited(int pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return true;
+  char buf[256] = {};
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  // "pid (comm) S ...": the state follows the last ')'.
+  const char* close = std::strrchr(buf, ')');
+  if (n == 0 || close == nullptr || close[1] == '\0' || close[2] == '\0') return false;
+  return close[2] == 'Z' || close[2] == 'X';
+}
+
 }  // namespace
+
+static void wait_requests(ProcessGroup& group, std::vector<MPI_Request>& requests,
+                          const std::vector<int>& peers, const char* what, double timeout_s,
+                          double* comm_seconds);
 
 struct ProcessGroup::Mpi {
   MPI_Comm comm = MPI_COMM_NULL;       // the steps' messages
@@ -133,7 +154,18 @@ Status ProcessGroup::init_peers() {
 }
 
 ProcessGroup::~ProcessGroup() {
+  // The failing thread exits the process within the grace.
+  if (failing_) {
+    for (;;) pause();
+  }
   if (layout_.is_driver() && !stop_sent_) broadcast_control(ControlKind::kStop, {});
+  // Nobody leaves before every rank has seen the stop, so no heartbeat
+  // mistakes a peer that finished for one that died.
+  std::vector<MPI_Request> barrier(1);
+  MPI_Ibarrier(mpi_->comm, &barrier[0]);
+  std::vector<int> everyone(1, 0);
+  wait_requests(*this, barrier, everyone, "the shutdown", options_.collective_timeout_s,
+                &comm_seconds_);
   stopping_ = true;
   if (heartbeat_.joinable()) heartbeat_.join();
   for (MPI_Request& r : mpi_->sends) MPI_Request_free(&r);
@@ -151,6 +183,12 @@ std::string ProcessGroup::describe_rank(int rank) const {
 void ProcessGroup::set_fault_hook(std::function<void()> hook) {
   std::lock_guard<std::mutex> lock(hook_mutex_);
   fault_hook_ = std::move(hook);
+}
+
+void ProcessGroup::fault(const std::string& line) {
+  if (!layout_.is_driver()) fail(line);
+  if (!failing_.load()) std::thread([this, line] { fail(line); }).detach();
+  throw GroupFailure(line);
 }
 
 void ProcessGroup::fail(const std::string& line) {
@@ -186,8 +224,8 @@ static void wait_requests(ProcessGroup& group, std::vector<MPI_Request>& request
       if (done[i]) continue;
       int flag = 0;
       if (int rc = MPI_Test(&requests[i], &flag, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) {
-        group.fail("MPI error with " + group.describe_rank(peers[i]) + " during " + what + ": " +
-                   mpi_error_text(rc));
+        group.fault("MPI error with " + group.describe_rank(peers[i]) + " during " + what + ": " +
+                    mpi_error_text(rc));
       }
       if (flag) {
         done[i] = 1;
@@ -195,6 +233,9 @@ static void wait_requests(ProcessGroup& group, std::vector<MPI_Request>& request
       }
     }
     if (left == 0) break;
+    if (group.is_failing() && group.layout().is_driver()) {
+      throw GroupFailure("the model-parallel group failed");
+    }
     if (spins < 1000) continue;
     if (spins < 20000) {
       sched_yield();
@@ -206,8 +247,8 @@ static void wait_requests(ProcessGroup& group, std::vector<MPI_Request>& request
         if (!done[i]) {
           char secs[32];
           std::snprintf(secs, sizeof(secs), "%.0f", timeout_s);
-          group.fail(group.describe_rank(peers[i]) + " stopped responding: no answer within " +
-                     secs + " s during " + what);
+          group.fault(group.describe_rank(peers[i]) + " stopped responding: no answer within " +
+                      secs + " s during " + what);
         }
       }
     }
@@ -339,6 +380,8 @@ void ProcessGroup::heartbeat_loop() {
   std::vector<int> inbox(n, 0);
   const int beat = 1;
   std::vector<Clock::time_point> last_seen(n, Clock::now());
+  std::vector<char> is_neighbour(n, 0);
+  for (int r = 0; r < n; ++r) is_neighbour[r] = r != me && peers_[r].host == peers_[me].host;
   for (int r = 0; r < n; ++r) {
     if (r != me) MPI_Irecv(&inbox[r], 1, MPI_INT, r, kTagBeat, mpi_->beat_comm, &recvs[r]);
   }
@@ -365,6 +408,9 @@ void ProcessGroup::heartbeat_loop() {
         MPI_Irecv(&inbox[r], 1, MPI_INT, r, kTagBeat, mpi_->beat_comm, &recvs[r]);
       }
       // After the stop message peers may leave at any time.
+      if (!stop_sent_ && is_neighbour[r] && has_exited(peers_[r].pid)) {
+        fail(describe_rank(r) + " died");
+      }
       const double silent = seconds_since(last_seen[r]);
       if (!stop_sent_ && silent > options_.heartbeat_timeout_s) {
         char secs[32];

@@ -17,7 +17,10 @@
 // new requests into 503s), and exits the process with kExitGroupFault after
 // a short grace; the other ranks notice the same way (or mpirun ends them).
 // A failed collective leaves the group's state unknowable, so collectives
-// do not return errors: they succeed or end the process.
+// do not return errors: they succeed or end the process. On rank 0 they
+// first throw GroupFailure on the calling (engine) thread while the process
+// winds down, so the runner can fail the step's requests (503) instead of
+// leaving their clients waiting for an exit.
 //
 // Reductions are deterministic: an all-reduce gathers every shard's partial
 // sums and adds them in rank order on every rank, so all ranks hold the same
@@ -33,6 +36,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,14 +50,20 @@ struct ParallelOptions {
   int tensor_parallel_size = 1;    // --tensor-parallel-size
   int pipeline_parallel_size = 1;  // --pipeline-parallel-size
   // A peer whose heartbeat is this late is dead (the group ends).
-  double heartbeat_timeout_s = 4.0;
+  double heartbeat_timeout_s = 3.0;
   // The longest any one exchange inside a step may wait for a peer that
   // still beats (a wedged rank); long enough for the slowest legitimate
   // step.
   double collective_timeout_s = 120.0;
   // How long the process lingers after reporting a fault before it exits,
   // so rank 0's server can answer 503 to what arrives meanwhile.
-  double fault_grace_s = 1.0;
+  double fault_grace_s = 0.5;
+};
+
+// Thrown by rank 0's collectives once the group has failed (see above).
+class GroupFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // The exit status of a rank that ended because its group failed.
@@ -119,6 +129,10 @@ class ProcessGroup {
 
   // Ends the group: one line naming the culprit, the fault hook, exit.
   [[noreturn]] void fail(const std::string& line);
+  // A fault seen by a collective: on rank 0, fail() on another thread and
+  // throw GroupFailure here; elsewhere fail().
+  [[noreturn]] void fault(const std::string& line);
+  bool is_failing() const { return failing_.load(); }
 
   // "rank 1 (pid 4242 on host)".
   std::string describe_rank(int rank) const;

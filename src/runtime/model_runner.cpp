@@ -36,7 +36,11 @@ ModelRunner::ModelRunner(const ModelWeights& weights, KvStorage& kv, ThreadPool&
       const int64_t hello[3] = {kv.num_blocks(), kv.block_size(), max_batch_tokens};
       std::vector<uint8_t> bytes(sizeof(hello));
       std::memcpy(bytes.data(), hello, sizeof(hello));
-      group->broadcast_control(ControlKind::kHello, bytes);
+      try {
+        group->broadcast_control(ControlKind::kHello, bytes);
+      } catch (const GroupFailure&) {
+        // The process is exiting; forward() will say so.
+      }
     }
   }
   // Which int8 unit (AMX or VNNI) runs each matmul shape, per token count,
@@ -115,10 +119,20 @@ Status ModelRunner::validate(const ForwardBatch& b) const {
 Status ModelRunner::forward(const ForwardBatch& b, float* logits_out) {
   STRATA_RETURN_IF_ERROR(validate(b));
   ProcessGroup* group = weights_.group();
-  if (group != nullptr && group->layout().is_driver()) {
-    group->broadcast_control(ControlKind::kForward, encode_forward_batch(b));
+  if (group == nullptr) {
+    forward_local(b, logits_out);
+    return Status::ok();
   }
-  forward_local(b, logits_out);
+  try {
+    if (group->layout().is_driver()) {
+      group->broadcast_control(ControlKind::kForward, encode_forward_batch(b));
+    }
+    forward_local(b, logits_out);
+  } catch (const GroupFailure& e) {
+    // The process is about to exit; the step's requests get a 503.
+    return Status(StatusCode::kResourceExhausted,
+                  std::string("the model-parallel group failed (") + e.what() + ")");
+  }
   return Status::ok();
 }
 
