@@ -20,6 +20,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libssl-dev
   libcpp-httplib-dev libhiredis-dev libboost1.81-dev
+  libopenmpi-dev openmpi-bin libhwloc-dev  # model parallelism (src/parallel)
 )
 if [ "$mode" = full ]; then
   APT_PACKAGES+=(

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/parallel_flags.h"
 #include "engine/engine_core.h"
 #include "model/model_weights.h"
 #include "tokenizer/tokenizer.h"
@@ -62,12 +63,18 @@ struct Tracked {
 
 int run_bench_throughput(const BenchThroughputOptions& opt) {
   const std::string path = opt.model_path.empty() ? default_model_path() : opt.model_path;
-  Result<ModelWeights> weights = ModelWeights::open(path);
+  Result<std::unique_ptr<ProcessGroup>> group = start_parallel(opt.parallel);
+  if (!group) return fail(group.status());
+  if (*group && !(*group)->layout().is_driver()) {
+    return run_worker_rank(**group, path, opt.engine.options.num_threads);
+  }
+  Result<ModelWeights> weights = ModelWeights::open(path, group->get());
   if (!weights) return fail(weights.status());
   Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::from_gguf(weights->file());
   if (!tokenizer) return fail(tokenizer.status());
   Result<EngineOptions> options = to_engine_options(opt.engine);
   if (!options) return fail(options.status());
+  if (*group && options->kv_tiers.enabled()) return fail(parallel_tiers_unsupported());
   const int64_t longest = int64_t{opt.prefix_len} +
                           static_cast<int64_t>(opt.input_len * (1.0 + opt.random_range_ratio)) +
                           opt.output_len;

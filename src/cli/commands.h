@@ -9,6 +9,7 @@
 
 #include "cli/disagg_flags.h"
 #include "cli/engine_flags.h"
+#include "parallel/process_group.h"
 #include "server/openai_server.h"
 
 namespace CLI {
@@ -49,6 +50,7 @@ struct GenerateOptions {
   int32_t num_threads = 0;     // 0 = hardware concurrency
   int32_t context_tokens = 0;  // 0 = the model's context length
   bool ignore_eos = false;
+  ParallelOptions parallel;  // --tensor-parallel-size, --pipeline-parallel-size
 };
 int run_generate(const GenerateOptions& opt);
 
@@ -78,6 +80,7 @@ struct BenchThroughputOptions {
   uint64_t seed = 0;
   bool json = false;
   EngineFlags engine;
+  ParallelOptions parallel;
 };
 int run_bench_throughput(const BenchThroughputOptions& opt);
 
@@ -141,6 +144,7 @@ struct ServeOptions {
   int32_t drain_timeout_s = 30;  // seconds in-flight requests get after SIGTERM
   EngineFlags engine;
   DisaggFlags disagg;  // --role and the KV transfer channel
+  ParallelOptions parallel;
 };
 int run_serve(const ServeOptions& opt);
 

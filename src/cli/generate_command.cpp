@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/parallel_flags.h"
 #include "cli/single_sequence.h"
 #include "model/model_weights.h"
 #include "sampler/sampler.h"
@@ -30,7 +31,12 @@ int fail(const Status& s) {
 
 int run_generate(const GenerateOptions& opt) {
   const std::string path = opt.model_path.empty() ? default_model_path() : opt.model_path;
-  Result<ModelWeights> weights = ModelWeights::open(path);
+  Result<std::unique_ptr<ProcessGroup>> group = start_parallel(opt.parallel);
+  if (!group) return fail(group.status());
+  if (*group && !(*group)->layout().is_driver()) {
+    return run_worker_rank(**group, path, opt.num_threads);
+  }
+  Result<ModelWeights> weights = ModelWeights::open(path, group->get());
   if (!weights) return fail(weights.status());
   const ModelConfig& config = weights->config();
   Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::from_gguf(weights->file());

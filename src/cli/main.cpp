@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/flag_suggestion.h"
+#include "cli/parallel_flags.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"strata: an LLM serving engine"};
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
   gen_cmd->add_flag("--ignore-eos", gen.ignore_eos, "Keep generating past end-of-sequence");
+  strata::cli::add_parallel_flags(gen_cmd, &gen.parallel);
 
   auto* bench_cmd = app.add_subcommand("bench", "Benchmarks");
   bench_cmd->require_subcommand(1);
@@ -106,6 +108,7 @@ int main(int argc, char** argv) {
   bt_cmd->add_option("--seed", bt.seed, "Seeds the prompts")->capture_default_str();
   bt_cmd->add_flag("--json", bt.json, "One JSON line instead of a table");
   strata::cli::add_engine_flags(bt_cmd, &bt.engine);
+  strata::cli::add_parallel_flags(bt_cmd, &bt.parallel);
   strata::cli::BenchServeOptions bs;
   auto* bs_cmd = strata::cli::add_bench_serve_command(bench_cmd, &bs);
 
@@ -182,6 +185,7 @@ int main(int argc, char** argv) {
       "Split chat output into reasoning_content and content: deepseek_r1 | qwen3");
   strata::cli::add_engine_flags(serve_cmd, &serve.engine);
   strata::cli::add_disagg_flags(serve_cmd, &serve.disagg);
+  strata::cli::add_parallel_flags(serve_cmd, &serve.parallel);
 
   strata::cli::RouterCommandOptions router;
   auto* router_cmd = strata::cli::add_router_command(&app, &router);

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/parallel_flags.h"
 #include "cli/startup_log.h"
 #include "disagg/worker_role.h"
 #include "engine/engine.h"
@@ -61,16 +62,29 @@ int run_serve(const ServeOptions& opt) {
   }
   const auto start = std::chrono::steady_clock::now();
   const std::string path = opt.model_path.empty() ? default_model_path() : opt.model_path;
-  Result<ModelWeights> weights = ModelWeights::open(path);
+  // Under mpirun: ranks other than 0 only run their shard of every step.
+  Result<std::unique_ptr<ProcessGroup>> group = start_parallel(opt.parallel);
+  if (!group) return fail(group.status());
+  if (*group && !(*group)->layout().is_driver()) {
+    return run_worker_rank(**group, path, opt.engine.options.num_threads);
+  }
+  Result<ModelWeights> weights = ModelWeights::open(path, group->get());
   if (!weights) return fail(weights.status());
   Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::from_gguf(weights->file());
   if (!tokenizer) return fail(tokenizer.status());
   Result<EngineOptions> engine_options = to_engine_options(opt.engine);
   if (!engine_options) return fail(engine_options.status());
+  if (*group && engine_options->kv_tiers.enabled()) return fail(parallel_tiers_unsupported());
   Result<size_t> max_body = parse_byte_size(opt.max_body_bytes);
   if (!max_body) return fail(max_body.status());
   Result<disagg::WorkerRoleOptions> role_options = to_worker_role_options(opt.disagg);
   if (!role_options) return fail(role_options.status());
+  if (*group && role_options->role != disagg::WorkerRole::kBoth) {
+    return fail(invalid_argument(
+        "--role prefill|decode does not work with --tensor-parallel-size or "
+        "--pipeline-parallel-size > 1 yet: the KV transfer moves whole blocks, each rank holds "
+        "only its slice"));
+  }
   // Declared before the engine: the engine's connector reports into its
   // metrics, and its transfer server is stopped before the engine goes.
   Result<std::unique_ptr<disagg::WorkerRoleSetup>> role =
@@ -119,6 +133,8 @@ int run_serve(const ServeOptions& opt) {
                  fds.status().message().c_str(), so.max_connections);
   }
   server::OpenAiServer server(**engine, **tokenizer, so);
+  // A failed rank: new requests and /health get 503 until the group exits.
+  if (*group) (*group)->set_fault_hook([&server] { server.begin_drain(); });
   if (Status s = server.bind(); !s.is_ok()) return fail(s);
   if (Status s = (*role)->start(**engine); !s.is_ok()) return fail(s);
   if ((*role)->role() == disagg::WorkerRole::kPrefill) {
@@ -176,6 +192,7 @@ int run_serve(const ServeOptions& opt) {
   // serve() only returns after stop(); the waiter has finished or is about to.
   waiter.join();
   (*role)->stop();
+  if (*group) (*group)->set_fault_hook(nullptr);
   std::fprintf(stderr, "[serve] stopped\n");
   return 0;
 }

@@ -20,7 +20,7 @@ Result<std::unique_ptr<SingleSequence>> SingleSequence::create(const ModelWeight
   s->pool_ = std::make_unique<ThreadPool>(num_threads);
   const int64_t num_blocks = (context_tokens + kBlockSize - 1) / kBlockSize;
   STRATA_ASSIGN_OR_RETURN(KvStorage kv,
-                          KvStorage::create(weights.config(), kBlockSize, num_blocks));
+                          KvStorage::create(weights.local_config(), kBlockSize, num_blocks));
   s->kv_ = std::make_unique<KvStorage>(std::move(kv));
   s->runner_ = std::make_unique<ModelRunner>(weights, *s->kv_, *s->pool_, s->max_batch_tokens_);
   s->block_table_.resize(num_blocks);

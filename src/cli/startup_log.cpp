@@ -89,10 +89,21 @@ std::vector<std::string> startup_log_lines(const std::string& model_path,
     lines.push_back(std::string("AMX: off (") + amx_support().reason() + ")");
   }
 
+  const ParallelLayout& layout = weights.layout();
+  const ModelConfig& local = weights.local_config();
+  if (layout.is_parallel()) {
+    lines.push_back(printf_string(
+        "parallel: %d ranks, tensor %d x pipeline %d; rank 0 holds %d of %d heads (%d KV), "
+        "layers %d-%d, vocabulary rows %lld-%lld; the KV pool below is per rank",
+        layout.world_size(), layout.tensor_parallel_size, layout.pipeline_parallel_size,
+        local.num_heads, c.num_heads, local.num_kv_heads, weights.first_layer(),
+        weights.first_layer() + local.num_layers - 1, static_cast<long long>(weights.vocab_begin()),
+        static_cast<long long>(weights.vocab_end() - 1)));
+  }
   const int64_t num_blocks = engine.num_kv_blocks();
   const int64_t num_tokens = num_blocks * o.block_size;
   const size_t pool_bytes =
-      static_cast<size_t>(num_blocks) * KvStorage::bytes_per_block(c, o.block_size);
+      static_cast<size_t>(num_blocks) * KvStorage::bytes_per_block(local, o.block_size);
   const std::string budget =
       o.kv_cache_memory_bytes > 0
           ? "--kv-cache-memory " + format_byte_size(o.kv_cache_memory_bytes)

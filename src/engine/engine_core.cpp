@@ -52,9 +52,13 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
   for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
     if (tokenizer.is_eog(id)) c.eog_ids_.push_back(id);
   }
-  STRATA_ASSIGN_OR_RETURN(KvStorage storage, KvStorage::create_for_budget(
-                                                 config, options.block_size,
-                                                 options.resolved_kv_cache_memory_bytes(config)));
+  // Each rank of a model-parallel group holds its shard's KV heads and its
+  // stage's layers (weights.local_config(); the whole model otherwise).
+  const ModelConfig& kv_config = weights.local_config();
+  STRATA_ASSIGN_OR_RETURN(
+      KvStorage storage,
+      KvStorage::create_for_budget(kv_config, options.block_size,
+                                   options.resolved_kv_cache_memory_bytes(kv_config)));
   c.kv_storage_ = std::make_unique<KvStorage>(std::move(storage));
   c.pool_ = std::make_unique<ThreadPool>(
       options.num_threads > 0

@@ -2,19 +2,22 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_unit.h"
 #include "kernels/ops.h"
+#include "parallel/process_group.h"
+#include "runtime/forward_batch_codec.h"
 
 namespace strata {
 
 ModelRunner::ModelRunner(const ModelWeights& weights, KvStorage& kv, ThreadPool& pool,
                          int64_t max_batch_tokens)
     : weights_(weights), kv_(kv), pool_(pool), max_batch_tokens_(max_batch_tokens) {
-  const ModelConfig& c = weights.config();
+  const ModelConfig& c = weights.local_config();
   const size_t n = static_cast<size_t>(max_batch_tokens);
   x_.resize(n * c.hidden_dim);
   xn_.resize(n * c.hidden_dim);
@@ -25,6 +28,21 @@ ModelRunner::ModelRunner(const ModelWeights& weights, KvStorage& kv, ThreadPool&
   gate_.resize(n * c.ffn_dim);
   up_.resize(n * c.ffn_dim);
   tables_.resize(n);
+  if (ProcessGroup* group = weights.group(); group != nullptr) {
+    const size_t vocab_shard = static_cast<size_t>(weights.vocab_end() - weights.vocab_begin());
+    if (weights.layout().is_last_stage()) logits_local_.resize(n * vocab_shard);
+    if (weights.layout().is_driver()) {
+      logits_part_.resize(n * vocab_shard);
+      const int64_t hello[3] = {kv.num_blocks(), kv.block_size(), max_batch_tokens};
+      std::vector<uint8_t> bytes(sizeof(hello));
+      std::memcpy(bytes.data(), hello, sizeof(hello));
+      try {
+        group->broadcast_control(ControlKind::kHello, bytes);
+      } catch (const GroupFailure&) {
+        // The process is exiting; forward() will say so.
+      }
+    }
+  }
   // Which int8 unit (AMX or VNNI) runs each matmul shape, per token count,
   // measured once per process and shape (a no-op without AMX). Any choice
   // gives the same bits; this only picks the faster.
@@ -100,7 +118,29 @@ Status ModelRunner::validate(const ForwardBatch& b) const {
 
 Status ModelRunner::forward(const ForwardBatch& b, float* logits_out) {
   STRATA_RETURN_IF_ERROR(validate(b));
-  const ModelConfig& c = weights_.config();
+  ProcessGroup* group = weights_.group();
+  if (group == nullptr) {
+    forward_local(b, logits_out);
+    return Status::ok();
+  }
+  try {
+    if (group->layout().is_driver()) {
+      group->broadcast_control(ControlKind::kForward, encode_forward_batch(b));
+    }
+    forward_local(b, logits_out);
+  } catch (const GroupFailure& e) {
+    // The process is about to exit; the step's requests get a 503.
+    return Status(StatusCode::kResourceExhausted,
+                  std::string("the model-parallel group failed (") + e.what() + ")");
+  }
+  return Status::ok();
+}
+
+void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out) {
+  const ModelConfig& c = weights_.local_config();
+  ProcessGroup* group = weights_.group();
+  const ParallelLayout& layout = weights_.layout();
+  const bool is_tp = layout.tensor_parallel_size > 1;
   const int64_t n = b.num_tokens();
   const int64_t hidden = c.hidden_dim;
   const float eps = c.rms_norm_eps;
@@ -116,11 +156,16 @@ Status ModelRunner::forward(const ForwardBatch& b, float* logits_out) {
   float* gate = gate_.data();
   float* up = up_.data();
 
-  pool_.run([&](int ith, int nth) {
-    int64_t begin, end;
-    split_range(n, ith, nth, &begin, &end);
-    for (int64_t t = begin; t < end; ++t) weights_.embed(b.tokens[t], x + t * hidden);
-  });
+  if (layout.is_first_stage()) {
+    pool_.run([&](int ith, int nth) {
+      int64_t begin, end;
+      split_range(n, ith, nth, &begin, &end);
+      for (int64_t t = begin; t < end; ++t) weights_.embed(b.tokens[t], x + t * hidden);
+    });
+  } else {
+    group->recv(layout.rank_of(layout.pp_rank() - 1, layout.tp_rank()), x,
+                static_cast<size_t>(n * hidden) * sizeof(float), "the pipeline's activations");
+  }
 
   for (size_t s = 0; s < b.block_tables.size(); ++s) tables_[s] = b.block_tables[s].data();
   AttentionBatch ab;
@@ -152,6 +197,7 @@ Status ModelRunner::forward(const ForwardBatch& b, float* logits_out) {
     paged_attention(q, kv, ab, c.num_heads, attn_scale, attn, pool_);
 
     matmul(l.attn_output, attn, n, xn, pool_);
+    if (is_tp) group->all_reduce_sum(xn, n * hidden);
     add_inplace(x, xn, n * hidden);
 
     rms_norm(x, l.ffn_norm, xn, n, hidden, eps);
@@ -159,19 +205,62 @@ Status ModelRunner::forward(const ForwardBatch& b, float* logits_out) {
     matmul(l.ffn_up, xn, n, up, pool_);
     silu_mul(gate, up, gate, n * c.ffn_dim);
     matmul(l.ffn_down, gate, n, xn, pool_);
+    if (is_tp) group->all_reduce_sum(xn, n * hidden);
     add_inplace(x, xn, n * hidden);
   }
 
-  // Only the rows that sample go through the head: gather them into xn.
   const int64_t n_logits = static_cast<int64_t>(b.logits_indices.size());
-  if (n_logits == 0) return Status::ok();
+  if (!layout.is_last_stage()) {
+    // Shard t of the next stage continues from this residual stream.
+    group->isend(layout.rank_of(layout.pp_rank() + 1, layout.tp_rank()), x,
+                 static_cast<size_t>(n * hidden) * sizeof(float), "the pipeline's activations");
+    if (layout.is_driver() && n_logits > 0) gather_logits(n_logits, logits_out);
+    group->wait_sends();
+    return;
+  }
+  // Only the rows that sample go through the head: gather them into xn.
+  if (n_logits == 0) return;
   for (int64_t i = 0; i < n_logits; ++i) {
     const float* src = x + static_cast<int64_t>(b.logits_indices[i]) * hidden;
     std::copy(src, src + hidden, xn + i * hidden);
   }
   rms_norm(xn, weights_.output_norm(), xn, n_logits, hidden, eps);
-  matmul(weights_.output(), xn, n_logits, logits_out, pool_);
-  return Status::ok();
+  if (group == nullptr) {
+    matmul(weights_.output(), xn, n_logits, logits_out, pool_);
+    return;
+  }
+  matmul(weights_.output(), xn, n_logits, logits_local_.data(), pool_);
+  gather_logits(n_logits, logits_out);
+}
+
+void ModelRunner::gather_logits(int64_t n_logits, float* logits_out) {
+  ProcessGroup& group = *weights_.group();
+  const ParallelLayout& layout = weights_.layout();
+  const int64_t vocab = weights_.config().vocab_size;
+  if (!layout.is_driver()) {
+    const size_t bytes =
+        static_cast<size_t>(n_logits * (weights_.vocab_end() - weights_.vocab_begin())) *
+        sizeof(float);
+    group.send(0, logits_local_.data(), bytes, "the logits gather");
+    return;
+  }
+  // Rank 0 places every last-stage shard's columns, shard order.
+  const int last = layout.pipeline_parallel_size - 1;
+  for (int shard = 0; shard < layout.tensor_parallel_size; ++shard) {
+    ParallelLayout of = layout;
+    of.rank = layout.rank_of(last, shard);
+    int64_t v0 = 0, v1 = 0;
+    of.shard_range(vocab, &v0, &v1);
+    const float* part = logits_local_.data();
+    if (of.rank != 0) {
+      group.recv(of.rank, logits_part_.data(),
+                 static_cast<size_t>(n_logits * (v1 - v0)) * sizeof(float), "the logits gather");
+      part = logits_part_.data();
+    }
+    for (int64_t i = 0; i < n_logits; ++i) {
+      std::copy(part + i * (v1 - v0), part + (i + 1) * (v1 - v0), logits_out + i * vocab + v0);
+    }
+  }
 }
 
 }  // namespace strata

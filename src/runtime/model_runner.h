@@ -11,6 +11,17 @@
 // attn_output -> +x -> rms_norm -> gate, up -> silu(gate)*up -> down -> +x.
 // Then, for logits rows only: final rms_norm and the output matmul (or the
 // tied token embedding).
+//
+// Model parallelism: with a sharded ModelWeights (weights.group() set) the
+// runner runs its rank's share. Rank 0's forward() first broadcasts the
+// batch (every rank then runs the same batch); a stage other than the first
+// receives the residual stream from the previous stage instead of embedding,
+// and one other than the last sends it on (non-blocking); O and down produce
+// partial sums that the stage's T shards all-reduce; the last stage computes
+// its vocabulary rows and rank 0 gathers them into logits_out. The other
+// ranks call forward() from the worker loop (runtime/model_worker.h) with
+// logits_out null. Rank 0's constructor tells the workers the pool's size
+// (ControlKind::kHello) so every rank's KV pool has the same blocks.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +43,8 @@ class ModelRunner {
   int64_t max_batch_tokens() const { return max_batch_tokens_; }
   int64_t vocab_size() const { return weights_.config().vocab_size; }
 
-  // Runs the batch; writes logits_out[batch.logits_indices.size()][vocab].
+  // Runs the batch; writes logits_out[batch.logits_indices.size()][vocab]
+  // (on rank 0; other ranks of a group pass null).
   // An inconsistent batch (sizes, ids, slots or block ids out of range, a
   // position whose block the table lacks, more than max_batch_tokens tokens)
   // is an error and leaves the cache untouched.
@@ -40,6 +52,9 @@ class ModelRunner {
 
  private:
   Status validate(const ForwardBatch& batch) const;
+  void forward_local(const ForwardBatch& batch, float* logits_out);
+  // Last stage: this shard's logits rows -> rank 0's logits_out.
+  void gather_logits(int64_t n_logits, float* logits_out);
 
   const ModelWeights& weights_;
   KvStorage& kv_;
@@ -56,6 +71,8 @@ class ModelRunner {
   std::vector<float> gate_;             // [n][ffn]
   std::vector<float> up_;               // [n][ffn]
   std::vector<const int32_t*> tables_;  // [n_seqs] block table pointers
+  std::vector<float> logits_local_;     // [n][vocab shard] (model parallel only)
+  std::vector<float> logits_part_;      // [n][vocab shard] of another shard (rank 0)
 };
 
 }  // namespace strata

@@ -4,6 +4,9 @@
 # /health, runs tests/e2e/*.test.mjs with node's test runner, then stops the
 # server with SIGTERM (checking that it drains and exits 0).
 # Usage: tests/e2e/run_e2e.sh BUILD_DIR
+# A model-parallel group instead of one process (tests/CMakeLists.txt,
+# server_e2e_tp2): STRATA_E2E_LAUNCHER="mpirun -np 2", STRATA_E2E_SERVE_ARGS=
+# "--tensor-parallel-size 2", STRATA_E2E_THREADS=1; SIGTERM then goes to rank 0.
 set -u
 build=${1:?usage: run_e2e.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,9 +19,10 @@ if [ ! -d "$root/oracle/node_modules/openai" ]; then
 fi
 log=$(mktemp)
 key="e2e-$$-key"
-"$build/strata" serve -m "$model" --port 0 --api-key "$key" --served-model-name e2e-model \
+# shellcheck disable=SC2086
+${STRATA_E2E_LAUNCHER:-} "$build/strata" serve -m "$model" --port 0 --api-key "$key" --served-model-name e2e-model \
   --kv-cache-memory 64MiB --header-timeout 3 --request-timeout 3 --idle-timeout 2 --max-body-bytes 1MiB \
-  --log-interval 2 -t 2 >"$log" 2>&1 &
+  --log-interval 2 -t "${STRATA_E2E_THREADS:-2}" ${STRATA_E2E_SERVE_ARGS:-} >"$log" 2>&1 &
 pid=$!
 port=""
 for _ in $(seq 1 200); do
@@ -38,7 +42,13 @@ curl -sN "http://127.0.0.1:$port/v1/completions" -H "Authorization: Bearer $key"
   -d '{"prompt":"drain","max_tokens":200,"n":16,"ignore_eos":true,"stream":true}' >"$out" &
 curl_pid=$!
 sleep 0.1
-kill -TERM $pid
+term_pid=$pid
+if [ -n "${STRATA_E2E_LAUNCHER:-}" ]; then
+  for c in $(pgrep -P $pid); do
+    tr '\0' '\n' < "/proc/$c/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=0' && term_pid=$c
+  done
+fi
+kill -TERM $term_pid
 sleep 0.02
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v1/completions" \
   -H "Authorization: Bearer $key" -d '{"prompt":"late"}')

@@ -1,0 +1,55 @@
+#include "cli/parallel_flags.h"
+
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "model/model_weights.h"
+#include "runtime/model_worker.h"
+
+namespace strata::cli {
+
+void add_parallel_flags(CLI::App* app, ParallelOptions* options) {
+  app->add_option("--tensor-parallel-size,--tp", options->tensor_parallel_size,
+                  "Ranks that shard every layer (heads, FFN, vocabulary); under mpirun, "
+                  "-np = tensor x pipeline size")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app->add_option("--pipeline-parallel-size,--pp", options->pipeline_parallel_size,
+                  "Pipeline stages (contiguous layer ranges)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+}
+
+Result<std::unique_ptr<ProcessGroup>> start_parallel(const ParallelOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group, ProcessGroup::create(options));
+  if (group != nullptr && !group->layout().is_driver()) {
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+  }
+  return group;
+}
+
+Status parallel_tiers_unsupported() {
+  return invalid_argument(
+      "the tiered KV cache (--kv-cpu-bytes, --kv-disk-dir, --kv-remote) does not work with "
+      "--tensor-parallel-size or --pipeline-parallel-size > 1 yet: each rank holds only its "
+      "slice of every block");
+}
+
+int run_worker_rank(ProcessGroup& group, const std::string& model_path, int num_threads) {
+  Result<ModelWeights> weights = ModelWeights::open(model_path, &group);
+  if (!weights) {
+    // A non-zero exit makes mpirun end the whole group.
+    std::fprintf(stderr, "error: rank %d: %s\n", group.rank(), weights.status().message().c_str());
+    return 1;
+  }
+  if (Status s = run_model_worker(*weights, num_threads); !s) {
+    std::fprintf(stderr, "error: rank %d: %s\n", group.rank(), s.message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace strata::cli
