@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,29 @@ class PromptIds {
   int64_t vocab_;
 };
 
+// The prompts of a --prompts file: one JSON string, or an object with a
+// "prompt" string, per non-empty line.
+Result<std::vector<std::string>> read_prompts(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return io_error("--prompts: cannot open " + path);
+  std::vector<std::string> prompts;
+  std::string line;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_string()) {
+      prompts.push_back(j.get<std::string>());
+    } else if (j.is_object() && j.contains("prompt") && j["prompt"].is_string()) {
+      prompts.push_back(j["prompt"].get<std::string>());
+    } else {
+      return invalid_argument("--prompts: " + path + ":" + std::to_string(line_no) +
+                              ": not a JSON string or {\"prompt\": string}");
+    }
+  }
+  if (prompts.empty()) return invalid_argument("--prompts: " + path + " holds no prompt");
+  return prompts;
+}
+
 struct Tracked {
   std::shared_ptr<RequestStream> stream;
   double arrival_s = 0.0;
@@ -68,9 +93,21 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
   if (!tokenizer) return fail(tokenizer.status());
   Result<EngineOptions> options = to_engine_options(opt.engine);
   if (!options) return fail(options.status());
-  const int64_t longest = int64_t{opt.prefix_len} +
-                          static_cast<int64_t>(opt.input_len * (1.0 + opt.random_range_ratio)) +
-                          opt.output_len;
+  std::vector<std::vector<int32_t>> file_prompts;
+  if (!opt.prompts_path.empty()) {
+    Result<std::vector<std::string>> texts = read_prompts(opt.prompts_path);
+    if (!texts) return fail(texts.status());
+    for (const std::string& t : *texts)
+      file_prompts.push_back((*tokenizer)->encode(t, true, false));
+  }
+  int64_t longest = int64_t{opt.prefix_len} +
+                    static_cast<int64_t>(opt.input_len * (1.0 + opt.random_range_ratio)) +
+                    opt.output_len;
+  if (!file_prompts.empty()) {
+    longest = 0;
+    for (const auto& p : file_prompts) longest = std::max<int64_t>(longest, std::ssize(p));
+    longest += opt.output_len;
+  }
   if (options->max_model_len == 0 && longest > weights->config().context_length) {
     // Random ids: the trained context does not matter.
     options->max_model_len = longest;
@@ -93,7 +130,11 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
     const double jitter =
         opt.random_range_ratio * (2.0 * (ids.next() - 3) / static_cast<double>(vocab - 3) - 1.0);
     const int32_t len = std::max(1, static_cast<int32_t>(opt.input_len * (1.0 + jitter) + 0.5));
-    for (int32_t k = 0; k < len; ++k) r.prompt_tokens.push_back(ids.next());
+    if (!file_prompts.empty()) {
+      r.prompt_tokens = file_prompts[static_cast<size_t>(i) % file_prompts.size()];
+    } else {
+      for (int32_t k = 0; k < len; ++k) r.prompt_tokens.push_back(ids.next());
+    }
     num_input_tokens += static_cast<int64_t>(r.prompt_tokens.size());
     r.max_tokens = opt.output_len;
     r.ignore_eos = true;
@@ -132,7 +173,7 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
     used_slots += step.num_used_slots;
     if (step.num_prefill_tokens == 0 && step.num_sampled > 0) {
       decode_only_s += step.seconds;
-      decode_only_tokens += step.num_sampled;
+      decode_only_tokens += step.num_sampled + step.num_accepted_drafts;
     }
     const double t = now_s();
     for (size_t i = 0; i < next_request; ++i) {
@@ -176,6 +217,8 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
                               ? static_cast<double>(sched.prefix_hit_tokens) /
                                     static_cast<double>(sched.prefix_query_tokens)
                               : 0.0;
+  const SpeculationGate* gate = core.speculation_gate();
+  const GateStats spec = gate != nullptr ? gate->stats() : GateStats{};
   if (opt.json) {
     std::string ttft_list;
     for (size_t i = 0; i < ttft_s.size(); ++i) {
@@ -188,13 +231,18 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
         "\"elapsed_s\":%.3f,\"requests_per_s\":%.4f,\"input_tok_s\":%.2f,\"output_tok_s\":%.2f,"
         "\"total_tok_s\":%.2f,\"decode_tok_s\":%.2f,\"ttft_median_s\":%.4f,\"ttft_p99_s\":%.4f,"
         "\"itl_median_s\":%.4f,\"itl_p99_s\":%.4f,\"prefix_hit_rate\":%.4f,\"preemptions\":%lld,"
-        "\"kv_waste\":%.5f,\"kv_blocks\":%d,\"steps\":%lld,\"ttft_s\":[%s]}\n",
+        "\"kv_waste\":%.5f,\"kv_blocks\":%d,\"steps\":%lld,\"spec_draft_tokens\":%lld,"
+        "\"spec_accepted_tokens\":%lld,\"spec_acceptance_rate\":%.4f,"
+        "\"spec_tokens_per_step\":%.4f,\"spec_cost_ratio\":%.4f,\"ttft_s\":[%s]}\n",
         opt.num_prompts, max_in_flight, static_cast<long long>(options->max_num_batched_tokens),
         elapsed_s, requests.size() / elapsed_s, num_input_tokens / elapsed_s,
         num_output_tokens / elapsed_s, (num_input_tokens + num_output_tokens) / elapsed_s,
         decode_tok_s, percentile(ttft_s, 0.5), percentile(ttft_s, 0.99), percentile(itl_s, 0.5),
         percentile(itl_s, 0.99), hit_rate, static_cast<long long>(sched.num_preemptions), waste,
-        core.kv_cache().num_blocks(), static_cast<long long>(num_steps), ttft_list.c_str());
+        core.kv_cache().num_blocks(), static_cast<long long>(num_steps),
+        static_cast<long long>(spec.num_draft_tokens),
+        static_cast<long long>(spec.num_accepted_tokens), spec.acceptance_rate(),
+        spec.tokens_per_step, spec.cost_ratio, ttft_list.c_str());
     return 0;
   }
   std::printf("requests          %d (max concurrency %zu, max-num-batched-tokens %lld)\n",
@@ -216,6 +264,16 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
   std::printf("preemptions       %lld\n", static_cast<long long>(sched.num_preemptions));
   std::printf("KV waste          %.2f%% of allocated slots unused (%d blocks of %d)\n",
               100.0 * waste, core.kv_cache().num_blocks(), core.kv_cache().block_size());
+  if (gate != nullptr) {
+    std::printf(
+        "speculative       %s: %lld of %lld drafts accepted (%.1f%%), %.2f tokens per "
+        "request-step, drafting step cost %.2fx a plain one (%lld drafting steps, %lld "
+        "plain)\n",
+        options->speculative.to_json().c_str(), static_cast<long long>(spec.num_accepted_tokens),
+        static_cast<long long>(spec.num_draft_tokens), 100.0 * spec.acceptance_rate(),
+        spec.tokens_per_step, spec.cost_ratio, static_cast<long long>(spec.num_draft_steps),
+        static_cast<long long>(spec.num_plain_steps));
+  }
   return 0;
 }
 

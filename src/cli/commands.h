@@ -48,6 +48,9 @@ struct GenerateOptions {
   int32_t num_threads = 0;     // 0 = hardware concurrency
   int32_t context_tokens = 0;  // 0 = the model's context length
   bool ignore_eos = false;
+  // Speculative decoding (JSON as vLLM takes it); non-empty runs the
+  // prompt through the serving engine instead of a bare sequence.
+  std::string speculative_config;
 };
 int run_generate(const GenerateOptions& opt);
 
@@ -76,6 +79,11 @@ struct BenchThroughputOptions {
   double random_range_ratio = 0.0;
   uint64_t seed = 0;
   bool json = false;
+  // JSON lines, each a prompt string (or {"prompt": "..."}), tokenized with
+  // the model's tokenizer and used in turn instead of random ids (the
+  // speculative decoding benchmark's workloads); --input-len and
+  // --prefix-len are then unused.
+  std::string prompts_path;
   EngineFlags engine;
 };
 int run_bench_throughput(const BenchThroughputOptions& opt);
