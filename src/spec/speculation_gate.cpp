@@ -5,30 +5,50 @@
 
 namespace strata {
 
-void SpeculationGate::Ema::add(double x) {
-  // The first samples average plainly; then recent steps weigh 1/4.
+void SpeculationGate::Window::add(double x) {
+  samples[static_cast<size_t>(count % kWindow)] = x;
   ++count;
-  const double w = std::max(0.25, 1.0 / count);
-  value += w * (x - value);
+}
+
+double SpeculationGate::Window::median() const {
+  const int32_t n = std::min(count, kWindow);
+  if (n == 0) return 0.0;
+  std::array<double, kWindow> sorted = samples;
+  std::sort(sorted.begin(), sorted.begin() + n);
+  return n % 2 == 1
+             ? sorted[static_cast<size_t>(n / 2)]
+             : 0.5 * (sorted[static_cast<size_t>(n / 2 - 1)] + sorted[static_cast<size_t>(n / 2)]);
+}
+
+double SpeculationGate::Window::mean() const {
+  const int32_t n = std::min(count, kWindow);
+  if (n == 0) return 0.0;
+  double sum = 0.0;
+  for (int32_t i = 0; i < n; ++i) sum += samples[static_cast<size_t>(i)];
+  return sum / n;
 }
 
 SpeculationGate::SpeculationGate(int32_t num_speculative_tokens, bool cost_gating)
     : num_speculative_tokens_(num_speculative_tokens), cost_gating_(cost_gating) {}
 
 size_t SpeculationGate::bucket_of(int32_t num_decoding) {
+  // 1 -> 0, 2..3 -> 1, 4..7 -> 2, ...
   const uint32_t n = static_cast<uint32_t>(std::max(1, num_decoding));
-  if (n <= 16) return n - 1;
-  // 17..31 -> 16, 32..63 -> 17, ...
-  const size_t b = 16 + static_cast<size_t>(std::bit_width(n) - 5) - 1;
-  return std::min(b, kNumBuckets - 1);
+  return std::min(static_cast<size_t>(std::bit_width(n) - 1), kNumBuckets - 1);
 }
+
+namespace {
+double cost_ratio_of(double draft_seconds, double plain_seconds) {
+  return draft_seconds / std::max(1e-12, plain_seconds);
+}
+}  // namespace
 
 bool SpeculationGate::decide(Bucket& b) const {
   // Measure both sides first: plain steps, then drafting ones.
   if (b.plain_seconds.count < kWarmup) return false;
   if (b.draft_seconds.count < kWarmup) return true;
-  const double cost = b.draft_seconds.value / std::max(1e-12, b.plain_seconds.value);
-  return b.draft_yield.value > cost * (1.0 + kMargin);
+  const double cost = cost_ratio_of(b.draft_seconds.median(), b.plain_seconds.median());
+  return b.draft_yield.mean() > cost * (1.0 + kMargin);
 }
 
 int32_t SpeculationGate::drafts_for_step(int32_t num_decoding) {
@@ -71,15 +91,16 @@ void SpeculationGate::observe(const GateObservation& step) {
   }
   if (!step.is_decode_only) return;
   Bucket& b = buckets_[bucket_of(step.num_decoding)];
+  const double per_request = step.seconds / step.num_decoding;
   if (step.num_draft_tokens > 0) {
-    b.draft_seconds.add(step.seconds);
+    b.draft_seconds.add(per_request);
     b.draft_yield.add(static_cast<double>(produced) / step.num_decoding);
   } else {
-    b.plain_seconds.add(step.seconds);
+    b.plain_seconds.add(per_request);
   }
   if (b.plain_seconds.count > 0 && b.draft_seconds.count > 0) {
-    stats_.cost_ratio = b.draft_seconds.value / std::max(1e-12, b.plain_seconds.value);
-    stats_.draft_yield = b.draft_yield.value;
+    stats_.cost_ratio = cost_ratio_of(b.draft_seconds.median(), b.plain_seconds.median());
+    stats_.draft_yield = b.draft_yield.mean();
   }
 }
 

@@ -2,16 +2,20 @@
 // drafts, from this machine's measured costs. A verify step computes k + 1
 // tokens per request instead of 1; it pays only when the tokens it yields
 // per request (1 + accepted drafts) exceed its cost relative to a plain
-// decode step at the same batch size. Both are measured, per batch size
-// (exact up to 16 requests, then per power of two), as exponentially
-// weighted means over decode-only steps:
-//   cost ratio  = seconds of a drafting step / seconds of a plain step
-//   yield       = tokens produced per request in a drafting step
-// and the gate drafts while yield > cost ratio * (1 + margin). The side not
-// chosen is re-measured now and then (every 16 steps of that batch size at
-// first, backing off to every 256 while the decision stands), so a change
-// in acceptance (a new workload) or cost (longer contexts) is noticed. With
-// gating off it always drafts.
+// decode step at the same batch size. Both are measured per batch-size
+// class (1, 2-3, 4-7, 8-15, ... requests) over the latest decode-only steps
+// of each kind:
+//   cost ratio  = median seconds per request of a drafting step
+//                 / median seconds per request of a plain step
+//   yield       = mean tokens produced per request in a drafting step
+// and the gate drafts while yield > cost ratio * (1 + margin). Medians,
+// because on a shared machine a step now and then takes many times its
+// usual time; seconds per request, so steps of 9 and of 14 requests
+// compare. The side not chosen is re-measured now and then (every 32 steps
+// of that class at first, backing off to every 512 while the decision
+// stands), so a change in acceptance (a new workload) or cost (longer
+// contexts) is noticed; a losing side thus costs at most a few percent.
+// With gating off it always drafts.
 //
 // Steps whose drafting requests proposed nothing count as plain steps.
 // Prefill steps are not timed (their cost is not the decodes'), only
@@ -45,8 +49,9 @@ struct GateStats {
   // Tokens per request per decode step (1 + accepted drafts), over every
   // observed decode step.
   double tokens_per_step = 0.0;
-  // For the latest batch size observed with both kinds of steps: seconds of
-  // a drafting step over a plain one (0 until measured), and the yield.
+  // For the latest batch-size class observed with both kinds of steps:
+  // seconds of a drafting step over a plain one (0 until measured), and the
+  // yield.
   double cost_ratio = 0.0;
   double draft_yield = 0.0;
   bool is_drafting = false;  // the last decision
@@ -74,23 +79,27 @@ class SpeculationGate {
   static constexpr double kMargin = 0.03;
 
  private:
-  struct Ema {
-    double value = 0.0;
-    int32_t count = 0;
+  // The latest kWindow samples of one figure.
+  struct Window {
+    static constexpr int32_t kWindow = 15;
+    std::array<double, kWindow> samples{};
+    int32_t count = 0;  // samples seen (the window holds min(count, kWindow))
     void add(double x);
+    double median() const;
+    double mean() const;
   };
   struct Bucket {
-    Ema plain_seconds;
-    Ema draft_seconds;
-    Ema draft_yield;  // tokens per request in drafting steps
+    Window plain_seconds;  // per request
+    Window draft_seconds;  // per request
+    Window draft_yield;    // tokens per request in drafting steps
     bool drafting = true;
     int32_t steps_since_probe = 0;
     int32_t probe_interval = kFirstProbeInterval;
   };
   static constexpr int32_t kWarmup = 2;  // samples of each side before deciding
-  static constexpr int32_t kFirstProbeInterval = 16;
-  static constexpr int32_t kMaxProbeInterval = 256;
-  static constexpr size_t kNumBuckets = 32;
+  static constexpr int32_t kFirstProbeInterval = 32;
+  static constexpr int32_t kMaxProbeInterval = 512;
+  static constexpr size_t kNumBuckets = 16;
 
   static size_t bucket_of(int32_t num_decoding);
   bool decide(Bucket& b) const;
