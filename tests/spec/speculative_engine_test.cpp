@@ -308,6 +308,43 @@ TEST(SpeculativeEngine, SampledOutputKeepsItsDistribution) {
   }
 }
 
+TEST(SpeculativeEngine, MetricsReportAcceptanceAndTokensPerStep) {
+  std::unique_ptr<LoadedModel> m =
+      load(std::string(STRATA_BINARY_DIR) + "/models/llama-f32-peaky.gguf");
+  ASSERT_TRUE(m);
+  Metrics metrics;
+  Result<std::unique_ptr<EngineCore>> core =
+      EngineCore::create(*m->weights, *m->tokenizer, options_for(*m, kEager), &metrics);
+  ASSERT_TRUE(core.is_ok()) << core.status().message();
+  std::vector<int32_t> phrase = random_ids(9, 6, m->tokenizer->vocab_size()), prompt;
+  for (int i = 0; i < 6; ++i) prompt.insert(prompt.end(), phrase.begin(), phrase.end());
+  run_to_completion(**core, {greedy_request(prompt, 40)});
+  const MetricsSnapshot snap = metrics.snapshot();
+  const GateStats& g = (*core)->speculation_gate()->stats();
+  EXPECT_TRUE(snap.spec_decode_enabled);
+  EXPECT_EQ(snap.spec_decode_num_draft_tokens, g.num_draft_tokens);
+  EXPECT_EQ(snap.spec_decode_num_accepted_tokens, g.num_accepted_tokens);
+  EXPECT_GT(snap.spec_decode_num_drafts, 0);
+  EXPECT_GE(snap.spec_decode_tokens_per_step, 1.0);
+  EXPECT_NEAR(snap.spec_decode_acceptance_rate, g.acceptance_rate(), 1e-12);
+  // Output tokens = sampled + accepted drafts.
+  EXPECT_EQ(snap.generation_tokens, 40);
+  const std::string text = metrics.to_prometheus_text();
+  for (const char* name :
+       {"strata:spec_decode_num_drafts_total", "strata:spec_decode_num_draft_tokens_total",
+        "strata:spec_decode_num_accepted_tokens_total", "strata:spec_decode_acceptance_rate",
+        "strata:spec_decode_tokens_per_step", "strata:spec_decode_cost_ratio"}) {
+    EXPECT_NE(text.find(name), std::string::npos) << name;
+  }
+  // Off: nothing exported.
+  Metrics off;
+  Result<std::unique_ptr<EngineCore>> plain =
+      EngineCore::create(*m->weights, *m->tokenizer, options_for(*m, ""), &off);
+  ASSERT_TRUE(plain.is_ok());
+  run_to_completion(**plain, {greedy_request(prompt, 4)});
+  EXPECT_EQ(off.to_prometheus_text().find("spec_decode"), std::string::npos);
+}
+
 TEST(SpeculativeEngine, SuffixMethodIsRefusedUntilBuilt) {
   std::unique_ptr<LoadedModel> m =
       load(std::string(STRATA_BINARY_DIR) + "/models/llama-f32-peaky.gguf");
