@@ -10,10 +10,12 @@
 # Prompts are King James text because the default model (models/default.gguf,
 # the trained demo model, 256-token context) was trained on it: a
 # random-weight model never repeats text, so drafts would never be right.
-# Prints, per workload and concurrency, the median of REPS runs of output
-# tokens/s (prefill included), the ratio to no speculation, the acceptance
-# rate, tokens per request-step and the gate's measured cost of a drafting
-# step relative to a plain one; then the CPU.
+# Prints, per workload and concurrency, the median of REPS runs (the three
+# configurations interleaved) of output tokens/s (prefill included), the
+# ratio to no speculation, the acceptance rate, tokens per request-step, the
+# gate's measured cost of a drafting step relative to a plain one, and
+# output tokens per CPU second of the process ("/cs": a figure a busy shared
+# machine distorts far less than wall time); then the load and the CPU.
 #
 #   bench/speculative_bench.sh [BUILD_DIR]
 #   env: MODEL=models/default.gguf THREADS=2 REPS=3 OUTPUT=96 K=4
@@ -69,7 +71,7 @@ one() {
     ${config:+--speculative-config "$config"} >> "$out"
 }
 
-summary() {  # FILE -> "median_tok_s acceptance tokens_per_step cost_ratio"
+summary() {  # FILE -> "median_tok_s acceptance tokens_per_step cost_ratio tok_per_cpu_s"
   python3 - "$1" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -77,12 +79,13 @@ med = statistics.median(r["output_tok_s"] for r in rows)
 acc = statistics.median(r["spec_acceptance_rate"] for r in rows)
 tps = statistics.median(r["spec_tokens_per_step"] for r in rows)
 cost = statistics.median(r["spec_cost_ratio"] for r in rows)
-print(f"{med:.1f} {acc:.3f} {tps:.2f} {cost:.2f}")
+cpu = statistics.median(r["output_tok_per_cpu_s"] for r in rows)
+print(f"{med:.1f} {acc:.3f} {tps:.2f} {cost:.2f} {cpu:.1f}")
 PY
 }
 
-printf '%-6s %3s | %11s | %11s %6s %6s %6s %5s | %11s %6s\n' workload C "plain tok/s" \
-  "gated tok/s" ratio accept tok/st cost "ungated" ratio
+printf '%-6s %3s | %11s | %11s %6s %6s %6s %5s | %11s %6s | %8s %8s %6s\n' workload C \
+  "plain tok/s" "gated tok/s" ratio accept tok/st cost "ungated" ratio "plain/cs" "gated/cs" ratio
 for c in $CONCURRENCY; do
   for w in edit quote free; do
     : > "$work/plain"; : > "$work/gated"; : > "$work/ungated"
@@ -92,12 +95,13 @@ for c in $CONCURRENCY; do
       one "$w" "$c" "$gated" "$work/gated"
       one "$w" "$c" "$ungated" "$work/ungated"
     done
-    read -r base _ _ _ < <(summary "$work/plain")
-    read -r spec acc tps cost < <(summary "$work/gated")
-    read -r raw _ _ _ < <(summary "$work/ungated")
-    printf '%-6s %3s | %11s | %11s %5.2fx %6s %6s %5s | %11s %5.2fx\n' "$w" "$c" "$base" "$spec" \
-      "$(python3 -c "print($spec / $base)")" "$acc" "$tps" "$cost" "$raw" \
-      "$(python3 -c "print($raw / $base)")"
+    read -r base _ _ _ base_cpu < <(summary "$work/plain")
+    read -r spec acc tps cost spec_cpu < <(summary "$work/gated")
+    read -r raw _ _ _ _ < <(summary "$work/ungated")
+    printf '%-6s %3s | %11s | %11s %5.2fx %6s %6s %5s | %11s %5.2fx | %8s %8s %5.2fx\n' "$w" "$c" \
+      "$base" "$spec" "$(python3 -c "print($spec / $base)")" "$acc" "$tps" "$cost" "$raw" \
+      "$(python3 -c "print($raw / $base)")" "$base_cpu" "$spec_cpu" \
+      "$(python3 -c "print($spec_cpu / $base_cpu)")"
   done
 done
 echo "model $MODEL, $THREADS threads, k=$K, prompt_lookup $LOOKUP_MIN..$LOOKUP_MAX, $OUTPUT output tokens, median of $REPS"

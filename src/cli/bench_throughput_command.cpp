@@ -6,6 +6,8 @@
 // TTFT and ITL percentiles, the aggregate decode rate over steps that ran
 // decodes only, prefix-cache hits, preemptions and KV waste (allocated but
 // unused slots of the scheduled requests, over all steps).
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,6 +26,14 @@ namespace strata::cli {
 namespace {
 
 using SteadyTime = std::chrono::steady_clock;
+
+// CPU seconds of all this process's threads: output tokens per CPU second is
+// a throughput figure that a busy shared machine does not distort much.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 double percentile(std::vector<double> xs, double q) {
   if (xs.empty()) return 0.0;
@@ -155,6 +165,7 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
   int64_t used_slots = 0;
   int64_t num_steps = 0;
   const SteadyTime::time_point t0 = SteadyTime::now();
+  const double cpu0 = process_cpu_seconds();
   auto now_s = [&] { return std::chrono::duration<double>(SteadyTime::now() - t0).count(); };
 
   while (num_done < requests.size()) {
@@ -201,6 +212,7 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
     }
   }
   const double elapsed_s = now_s();
+  const double cpu_s = process_cpu_seconds() - cpu0;
 
   int64_t num_output_tokens = 0;
   std::vector<double> ttft_s;
@@ -233,7 +245,8 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
         "\"itl_median_s\":%.4f,\"itl_p99_s\":%.4f,\"prefix_hit_rate\":%.4f,\"preemptions\":%lld,"
         "\"kv_waste\":%.5f,\"kv_blocks\":%d,\"steps\":%lld,\"spec_draft_tokens\":%lld,"
         "\"spec_accepted_tokens\":%lld,\"spec_acceptance_rate\":%.4f,"
-        "\"spec_tokens_per_step\":%.4f,\"spec_cost_ratio\":%.4f,\"ttft_s\":[%s]}\n",
+        "\"spec_tokens_per_step\":%.4f,\"spec_cost_ratio\":%.4f,\"cpu_s\":%.4f,"
+        "\"output_tok_per_cpu_s\":%.2f,\"ttft_s\":[%s]}\n",
         opt.num_prompts, max_in_flight, static_cast<long long>(options->max_num_batched_tokens),
         elapsed_s, requests.size() / elapsed_s, num_input_tokens / elapsed_s,
         num_output_tokens / elapsed_s, (num_input_tokens + num_output_tokens) / elapsed_s,
@@ -242,7 +255,8 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
         core.kv_cache().num_blocks(), static_cast<long long>(num_steps),
         static_cast<long long>(spec.num_draft_tokens),
         static_cast<long long>(spec.num_accepted_tokens), spec.acceptance_rate(),
-        spec.tokens_per_step, spec.cost_ratio, ttft_list.c_str());
+        spec.tokens_per_step, spec.cost_ratio, cpu_s, num_output_tokens / std::max(cpu_s, 1e-9),
+        ttft_list.c_str());
     return 0;
   }
   std::printf("requests          %d (max concurrency %zu, max-num-batched-tokens %lld)\n",
@@ -255,6 +269,8 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
   std::printf("output tokens/s   %.1f (%lld tokens)\n", num_output_tokens / elapsed_s,
               static_cast<long long>(num_output_tokens));
   std::printf("total tokens/s    %.1f\n", (num_input_tokens + num_output_tokens) / elapsed_s);
+  std::printf("CPU time          %.2f s (%.1f output tokens per CPU second)\n", cpu_s,
+              num_output_tokens / std::max(cpu_s, 1e-9));
   std::printf("decode tokens/s   %.1f (steps with decodes only)\n", decode_tok_s);
   std::printf("TTFT              median %.3f s, p99 %.3f s\n", percentile(ttft_s, 0.5),
               percentile(ttft_s, 0.99));

@@ -19,8 +19,9 @@
 //
 // Steps whose drafting requests proposed nothing count as plain steps.
 // Prefill steps are not timed (their cost is not the decodes'), only
-// counted in the acceptance figures. Wall
-// time comes from the caller, so tests drive it with made-up seconds. Not
+// counted in the acceptance figures. The cost comes from the caller (the
+// engine passes CPU seconds, which a busy shared machine does not inflate
+// as it does wall time), so tests drive it with made-up seconds. Not
 // thread-safe: the engine thread owns it.
 #pragma once
 
@@ -35,7 +36,7 @@ struct GateObservation {
   int32_t num_decoding = 0;      // requests that decoded (batch size)
   int64_t num_draft_tokens = 0;  // drafts verified
   int64_t num_accepted = 0;      // of them accepted
-  double seconds = 0.0;
+  double seconds = 0.0;          // its cost (the engine: CPU seconds of all threads)
   // The step decoded only (no prompt tokens), so `seconds` is the decodes'
   // cost; other steps count towards the acceptance figures alone.
   bool is_decode_only = true;
