@@ -6,10 +6,14 @@
 // TTFT and ITL percentiles, the aggregate decode rate over steps that ran
 // decodes only, prefix-cache hits, preemptions and KV waste (allocated but
 // unused slots of the scheduled requests, over all steps).
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -23,6 +27,14 @@ namespace strata::cli {
 namespace {
 
 using SteadyTime = std::chrono::steady_clock;
+
+// CPU seconds of all this process's threads: output tokens per CPU second is
+// a throughput figure that a busy shared machine does not distort much.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 double percentile(std::vector<double> xs, double q) {
   if (xs.empty()) return 0.0;
@@ -50,6 +62,29 @@ class PromptIds {
   int64_t vocab_;
 };
 
+// The prompts of a --prompts file: one JSON string, or an object with a
+// "prompt" string, per non-empty line.
+Result<std::vector<std::string>> read_prompts(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return io_error("--prompts: cannot open " + path);
+  std::vector<std::string> prompts;
+  std::string line;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_string()) {
+      prompts.push_back(j.get<std::string>());
+    } else if (j.is_object() && j.contains("prompt") && j["prompt"].is_string()) {
+      prompts.push_back(j["prompt"].get<std::string>());
+    } else {
+      return invalid_argument("--prompts: " + path + ":" + std::to_string(line_no) +
+                              ": not a JSON string or {\"prompt\": string}");
+    }
+  }
+  if (prompts.empty()) return invalid_argument("--prompts: " + path + " holds no prompt");
+  return prompts;
+}
+
 struct Tracked {
   std::shared_ptr<RequestStream> stream;
   double arrival_s = 0.0;
@@ -75,9 +110,21 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
   Result<EngineOptions> options = to_engine_options(opt.engine);
   if (!options) return fail(options.status());
   if (*group && options->kv_tiers.enabled()) return fail(parallel_tiers_unsupported());
-  const int64_t longest = int64_t{opt.prefix_len} +
-                          static_cast<int64_t>(opt.input_len * (1.0 + opt.random_range_ratio)) +
-                          opt.output_len;
+  std::vector<std::vector<int32_t>> file_prompts;
+  if (!opt.prompts_path.empty()) {
+    Result<std::vector<std::string>> texts = read_prompts(opt.prompts_path);
+    if (!texts) return fail(texts.status());
+    for (const std::string& t : *texts)
+      file_prompts.push_back((*tokenizer)->encode(t, true, false));
+  }
+  int64_t longest = int64_t{opt.prefix_len} +
+                    static_cast<int64_t>(opt.input_len * (1.0 + opt.random_range_ratio)) +
+                    opt.output_len;
+  if (!file_prompts.empty()) {
+    longest = 0;
+    for (const auto& p : file_prompts) longest = std::max<int64_t>(longest, std::ssize(p));
+    longest += opt.output_len;
+  }
   if (options->max_model_len == 0 && longest > weights->config().context_length) {
     // Random ids: the trained context does not matter.
     options->max_model_len = longest;
@@ -100,7 +147,11 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
     const double jitter =
         opt.random_range_ratio * (2.0 * (ids.next() - 3) / static_cast<double>(vocab - 3) - 1.0);
     const int32_t len = std::max(1, static_cast<int32_t>(opt.input_len * (1.0 + jitter) + 0.5));
-    for (int32_t k = 0; k < len; ++k) r.prompt_tokens.push_back(ids.next());
+    if (!file_prompts.empty()) {
+      r.prompt_tokens = file_prompts[static_cast<size_t>(i) % file_prompts.size()];
+    } else {
+      for (int32_t k = 0; k < len; ++k) r.prompt_tokens.push_back(ids.next());
+    }
     num_input_tokens += static_cast<int64_t>(r.prompt_tokens.size());
     r.max_tokens = opt.output_len;
     r.ignore_eos = true;
@@ -121,6 +172,7 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
   int64_t used_slots = 0;
   int64_t num_steps = 0;
   const SteadyTime::time_point t0 = SteadyTime::now();
+  const double cpu0 = process_cpu_seconds();
   auto now_s = [&] { return std::chrono::duration<double>(SteadyTime::now() - t0).count(); };
 
   while (num_done < requests.size()) {
@@ -139,7 +191,7 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
     used_slots += step.num_used_slots;
     if (step.num_prefill_tokens == 0 && step.num_sampled > 0) {
       decode_only_s += step.seconds;
-      decode_only_tokens += step.num_sampled;
+      decode_only_tokens += step.num_sampled + step.num_accepted_drafts;
     }
     const double t = now_s();
     for (size_t i = 0; i < next_request; ++i) {
@@ -167,6 +219,7 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
     }
   }
   const double elapsed_s = now_s();
+  const double cpu_s = process_cpu_seconds() - cpu0;
 
   int64_t num_output_tokens = 0;
   std::vector<double> ttft_s;
@@ -183,6 +236,8 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
                               ? static_cast<double>(sched.prefix_hit_tokens) /
                                     static_cast<double>(sched.prefix_query_tokens)
                               : 0.0;
+  const SpeculationGate* gate = core.speculation_gate();
+  const GateStats spec = gate != nullptr ? gate->stats() : GateStats{};
   if (opt.json) {
     std::string ttft_list;
     for (size_t i = 0; i < ttft_s.size(); ++i) {
@@ -195,13 +250,20 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
         "\"elapsed_s\":%.3f,\"requests_per_s\":%.4f,\"input_tok_s\":%.2f,\"output_tok_s\":%.2f,"
         "\"total_tok_s\":%.2f,\"decode_tok_s\":%.2f,\"ttft_median_s\":%.4f,\"ttft_p99_s\":%.4f,"
         "\"itl_median_s\":%.4f,\"itl_p99_s\":%.4f,\"prefix_hit_rate\":%.4f,\"preemptions\":%lld,"
-        "\"kv_waste\":%.5f,\"kv_blocks\":%d,\"steps\":%lld,\"ttft_s\":[%s]}\n",
+        "\"kv_waste\":%.5f,\"kv_blocks\":%d,\"steps\":%lld,\"spec_draft_tokens\":%lld,"
+        "\"spec_accepted_tokens\":%lld,\"spec_acceptance_rate\":%.4f,"
+        "\"spec_tokens_per_step\":%.4f,\"spec_cost_ratio\":%.4f,\"cpu_s\":%.4f,"
+        "\"output_tok_per_cpu_s\":%.2f,\"ttft_s\":[%s]}\n",
         opt.num_prompts, max_in_flight, static_cast<long long>(options->max_num_batched_tokens),
         elapsed_s, requests.size() / elapsed_s, num_input_tokens / elapsed_s,
         num_output_tokens / elapsed_s, (num_input_tokens + num_output_tokens) / elapsed_s,
         decode_tok_s, percentile(ttft_s, 0.5), percentile(ttft_s, 0.99), percentile(itl_s, 0.5),
         percentile(itl_s, 0.99), hit_rate, static_cast<long long>(sched.num_preemptions), waste,
-        core.kv_cache().num_blocks(), static_cast<long long>(num_steps), ttft_list.c_str());
+        core.kv_cache().num_blocks(), static_cast<long long>(num_steps),
+        static_cast<long long>(spec.num_draft_tokens),
+        static_cast<long long>(spec.num_accepted_tokens), spec.acceptance_rate(),
+        spec.tokens_per_step, spec.cost_ratio, cpu_s, num_output_tokens / std::max(cpu_s, 1e-9),
+        ttft_list.c_str());
     return 0;
   }
   std::printf("requests          %d (max concurrency %zu, max-num-batched-tokens %lld)\n",
@@ -214,6 +276,8 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
   std::printf("output tokens/s   %.1f (%lld tokens)\n", num_output_tokens / elapsed_s,
               static_cast<long long>(num_output_tokens));
   std::printf("total tokens/s    %.1f\n", (num_input_tokens + num_output_tokens) / elapsed_s);
+  std::printf("CPU time          %.2f s (%.1f output tokens per CPU second)\n", cpu_s,
+              num_output_tokens / std::max(cpu_s, 1e-9));
   std::printf("decode tokens/s   %.1f (steps with decodes only)\n", decode_tok_s);
   std::printf("TTFT              median %.3f s, p99 %.3f s\n", percentile(ttft_s, 0.5),
               percentile(ttft_s, 0.99));
@@ -223,6 +287,16 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
   std::printf("preemptions       %lld\n", static_cast<long long>(sched.num_preemptions));
   std::printf("KV waste          %.2f%% of allocated slots unused (%d blocks of %d)\n",
               100.0 * waste, core.kv_cache().num_blocks(), core.kv_cache().block_size());
+  if (gate != nullptr) {
+    std::printf(
+        "speculative       %s: %lld of %lld drafts accepted (%.1f%%), %.2f tokens per "
+        "request-step, drafting step cost %.2fx a plain one (%lld drafting steps, %lld "
+        "plain)\n",
+        options->speculative.to_json().c_str(), static_cast<long long>(spec.num_accepted_tokens),
+        static_cast<long long>(spec.num_draft_tokens), 100.0 * spec.acceptance_rate(),
+        spec.tokens_per_step, spec.cost_ratio, static_cast<long long>(spec.num_draft_steps),
+        static_cast<long long>(spec.num_plain_steps));
+  }
   return 0;
 }
 

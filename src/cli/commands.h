@@ -51,6 +51,9 @@ struct GenerateOptions {
   int32_t context_tokens = 0;  // 0 = the model's context length
   bool ignore_eos = false;
   ParallelOptions parallel;  // --tensor-parallel-size, --pipeline-parallel-size
+  // Speculative decoding (JSON as vLLM takes it); non-empty runs the
+  // prompt through the serving engine instead of a bare sequence.
+  std::string speculative_config;
 };
 int run_generate(const GenerateOptions& opt);
 
@@ -79,6 +82,11 @@ struct BenchThroughputOptions {
   double random_range_ratio = 0.0;
   uint64_t seed = 0;
   bool json = false;
+  // JSON lines, each a prompt string (or {"prompt": "..."}), tokenized with
+  // the model's tokenizer and used in turn instead of random ids (the
+  // speculative decoding benchmark's workloads); --input-len and
+  // --prefix-len are then unused.
+  std::string prompts_path;
   EngineFlags engine;
   ParallelOptions parallel;
 };

@@ -75,6 +75,11 @@ void add_engine_flags(CLI::App* app, EngineFlags* f) {
   app->add_option("--kv-max-pending-store-bytes", f->kv_max_pending_store_bytes,
                   "Bytes of chunks queued for the slower tiers; beyond it stores are dropped")
       ->capture_default_str();
+  app->add_option("--speculative-config", f->speculative_config,
+                  "Speculative decoding, JSON as vLLM takes it: {\"method\": \"ngram\", "
+                  "\"num_speculative_tokens\": 4, \"prompt_lookup_min\": 2, "
+                  "\"prompt_lookup_max\": 5}; \"gating\": \"off\" drafts on every step "
+                  "(default \"cost\": only while measured to pay)");
 }
 
 Result<size_t> parse_byte_size(const std::string& text) {
@@ -140,6 +145,7 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   STRATA_RETURN_IF_ERROR(parse("--kv-disk-bytes", f.kv_disk_bytes, &o.kv_tiers.disk_bytes));
   STRATA_RETURN_IF_ERROR(parse("--kv-max-pending-store-bytes", f.kv_max_pending_store_bytes,
                                &o.kv_tiers.max_pending_store_bytes));
+  STRATA_ASSIGN_OR_RETURN(o.speculative, SpeculativeConfig::parse(f.speculative_config));
   STRATA_RETURN_IF_ERROR(o.validate());
   return o;
 }

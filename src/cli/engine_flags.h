@@ -4,7 +4,7 @@
 // --max-model-len, --allow-long-max-model-len, -t/--threads, --no-prefix-caching, and the KV tiers:
 // --kv-chunk-tokens, --kv-cpu-bytes, --kv-disk-dir, --kv-disk-bytes,
 // --kv-remote, --kv-remote-password, --kv-remote-timeout,
-// --kv-max-pending-store-bytes) to a CLI11 subcommand, so `strata bench
+// --kv-max-pending-store-bytes, and --speculative-config) to a CLI11 subcommand, so `strata bench
 // throughput` and `strata serve` parse them the same way. The defaults are
 // EngineOptions' own. Only main() (through these helpers) reads flags.
 #pragma once
@@ -38,6 +38,7 @@ struct EngineFlags {
   std::string kv_disk_bytes = format_byte_size(KvTierOptions{}.disk_bytes);
   std::string kv_max_pending_store_bytes =
       format_byte_size(KvTierOptions{}.max_pending_store_bytes);
+  std::string speculative_config;  // JSON; empty = off
 };
 
 // Registers the flags on `app`, writing into `flags` (which must outlive it).

@@ -1,5 +1,7 @@
 // `strata generate`: stream a continuation of a prompt, then report prefill
-// and decode speed.
+// and decode speed. With --speculative-config the prompt runs through the
+// serving engine (drafts verified in batched steps) instead of a bare
+// sequence.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -8,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/parallel_flags.h"
 #include "cli/single_sequence.h"
+#include "engine/engine_core.h"
 #include "model/model_weights.h"
 #include "sampler/sampler.h"
 #include "tokenizer/incremental_detokenizer.h"
@@ -25,6 +28,70 @@ double seconds_since(Clock::time_point t0) {
 int fail(const Status& s) {
   std::fprintf(stderr, "error: %s\n", s.message().c_str());
   return 1;
+}
+
+// With speculative decoding: one request through the serving engine (whose
+// scheduler drafts and verifies), streamed as its events arrive.
+int generate_with_engine(const GenerateOptions& opt, const ModelWeights& weights,
+                         const Tokenizer& tok, std::vector<int32_t> prompt, int64_t ctx,
+                         const SamplingParams& params) {
+  EngineOptions options;
+  Result<SpeculativeConfig> spec = SpeculativeConfig::parse(opt.speculative_config);
+  if (!spec) return fail(spec.status());
+  options.speculative = *spec;
+  options.num_threads = opt.num_threads;
+  options.max_model_len = ctx;
+  options.allow_long_max_model_len = true;  // --ctx-size decides, as without the engine
+  options.max_num_seqs = 1;
+  Result<std::unique_ptr<EngineCore>> core = EngineCore::create(weights, tok, options);
+  if (!core) return fail(core.status());
+  GenerationRequest request;
+  const size_t num_prompt = prompt.size();
+  request.prompt_tokens = std::move(prompt);
+  request.sampling = params;
+  request.max_tokens = static_cast<int32_t>(
+      std::min<int64_t>(opt.max_tokens, ctx - static_cast<int64_t>(num_prompt)));
+  request.ignore_eos = opt.ignore_eos;
+  Result<std::shared_ptr<RequestStream>> stream = (*core)->add_request(std::move(request));
+  if (!stream) return fail(stream.status());
+
+  std::fputs(opt.prompt.c_str(), stdout);
+  std::fflush(stdout);
+  const auto t0 = Clock::now();
+  double first_token_s = -1.0;
+  int64_t num_generated = 0;
+  const char* finish = "length";
+  int64_t num_steps = 0;
+  while ((*core)->has_unfinished_requests()) {
+    (*core)->step();
+    ++num_steps;
+    for (const TokenEvent& e : (*stream)->drain()) {
+      if (!e.token_ids.empty() && first_token_s < 0) first_token_s = seconds_since(t0);
+      num_generated += static_cast<int64_t>(e.token_ids.size());
+      std::fwrite(e.text.data(), 1, e.text.size(), stdout);
+      if (e.is_final) {
+        finish = finish_reason_name(e.finish_reason);
+        if (e.finish_reason == FinishReason::kError) {
+          return fail(internal_error("generation failed: " + e.error_message));
+        }
+      }
+    }
+    std::fflush(stdout);
+  }
+  std::fputc('\n', stdout);
+  const double total_s = seconds_since(t0);
+  const double decode_s = std::max(total_s - std::max(first_token_s, 0.0), 1e-9);
+  const GateStats& g = (*core)->speculation_gate()->stats();
+  std::fprintf(stderr,
+               "\n[strata] prefill: %zu tokens in %.3f s | decode: %lld tokens in %.3f s (%.1f "
+               "tok/s) | finish: %s | speculative: %lld of %lld drafts accepted, %.2f tokens "
+               "per step, %lld steps\n",
+               num_prompt, std::max(first_token_s, 0.0), static_cast<long long>(num_generated),
+               decode_s, std::max<int64_t>(0, num_generated - 1) / decode_s, finish,
+               static_cast<long long>(g.num_accepted_tokens),
+               static_cast<long long>(g.num_draft_tokens), g.tokens_per_step,
+               static_cast<long long>(num_steps));
+  return 0;
 }
 
 }  // namespace
@@ -55,10 +122,6 @@ int run_generate(const GenerateOptions& opt) {
                              std::to_string(config.context_length) + ")"));
   }
 
-  Result<std::unique_ptr<SingleSequence>> seq =
-      SingleSequence::create(*weights, ctx, opt.num_threads, /*max_batch_tokens=*/512);
-  if (!seq) return fail(seq.status());
-
   SamplingParams params;
   params.temperature = opt.temperature;
   params.top_k = opt.top_k;
@@ -66,6 +129,13 @@ int run_generate(const GenerateOptions& opt) {
   params.min_p = opt.min_p;
   params.repetition_penalty = opt.repetition_penalty;
   params.seed = opt.seed;
+  if (!opt.speculative_config.empty()) {
+    return generate_with_engine(opt, *weights, tok, prompt, ctx, params);
+  }
+
+  Result<std::unique_ptr<SingleSequence>> seq =
+      SingleSequence::create(*weights, ctx, opt.num_threads, /*max_batch_tokens=*/512);
+  if (!seq) return fail(seq.status());
   Result<SequenceSampler> sampler =
       SequenceSampler::create(params, static_cast<int32_t>(config.vocab_size), prompt);
   if (!sampler) return fail(sampler.status());

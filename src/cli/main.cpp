@@ -60,6 +60,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 24));
   gen_cmd->add_flag("--ignore-eos", gen.ignore_eos, "Keep generating past end-of-sequence");
   strata::cli::add_parallel_flags(gen_cmd, &gen.parallel);
+  gen_cmd->add_option("--speculative-config", gen.speculative_config,
+                      "Speculative decoding, JSON as vLLM takes it, e.g. {\"method\": \"ngram\", "
+                      "\"num_speculative_tokens\": 4}");
 
   auto* bench_cmd = app.add_subcommand("bench", "Benchmarks");
   bench_cmd->require_subcommand(1);
@@ -107,6 +110,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   bt_cmd->add_option("--seed", bt.seed, "Seeds the prompts")->capture_default_str();
   bt_cmd->add_flag("--json", bt.json, "One JSON line instead of a table");
+  bt_cmd->add_option("--prompts", bt.prompts_path,
+                     "JSON lines of prompt strings (or {\"prompt\": ...}) used in turn instead "
+                     "of random ids");
   strata::cli::add_engine_flags(bt_cmd, &bt.engine);
   strata::cli::add_parallel_flags(bt_cmd, &bt.parallel);
   strata::cli::BenchServeOptions bs;

@@ -123,6 +123,12 @@ std::vector<std::string> startup_log_lines(const std::string& model_path,
       static_cast<long long>(max_model_len), concurrency, o.max_num_seqs,
       o.enable_prefix_caching ? "on" : "off",
       std::string(scheduling_policy_name(o.policy)).c_str()));
+  if (o.speculative.enabled()) {
+    lines.push_back("speculative decoding: " + o.speculative.to_json() +
+                    (o.speculative.cost_gating
+                         ? " (drafts only while measured to pay: docs/speculative.md)"
+                         : " (drafts on every step)"));
+  }
   if (max_model_len > c.context_length) {
     lines.push_back(printf_string(
         "warning: --max-model-len %lld is beyond the model's trained context of %lld "

@@ -1,13 +1,28 @@
 #include "engine/engine_core.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include "engine/tiered_kv_connector.h"
+#include "spec/ngram_drafter.h"
 
 namespace strata {
+namespace {
+
+// CPU seconds of every thread of this process: the speculation gate's
+// measure of a step's cost, which time spent descheduled on a busy shared
+// machine does not inflate (wall time there varies many-fold step to step).
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+}  // namespace
 
 StepStats StepStats::of(const StepPlan& plan) {
   StepStats stats;
@@ -76,6 +91,16 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
   STRATA_RETURN_IF_ERROR(sched_options.validate());
   c.scheduler_ = std::make_unique<Scheduler>(sched_options, c.kv_cache_.get(), c.clock_);
   c.executor_ = std::make_unique<StepExecutor>(*c.runner_, c.vocab_size_, &tokenizer);
+  const SpeculativeConfig& spec = options.speculative;
+  if (spec.method == SpeculativeMethod::kNgram) {
+    c.drafter_ = std::make_unique<NgramDrafter>(spec.prompt_lookup_min, spec.prompt_lookup_max);
+  } else if (spec.method == SpeculativeMethod::kSuffix) {
+    return unimplemented("--speculative-config: method \"suffix\" is not built yet; use \"ngram\"");
+  }
+  if (c.drafter_) {
+    c.scheduler_->set_drafter(c.drafter_.get());
+    c.gate_ = std::make_unique<SpeculationGate>(spec.num_speculative_tokens, spec.cost_gating);
+  }
   if (connector == nullptr && options.kv_tiers.enabled()) {
     STRATA_ASSIGN_OR_RETURN(
         connector, TieredKvConnector::create(weights, options.block_size, options.kv_tiers, nullptr,
@@ -196,7 +221,9 @@ void EngineCore::abort_all() {
 StepStats EngineCore::step() {
   if (connector_) finish_loads();
   const int64_t t0 = clock_->now_ns();
-  const StepPlan plan = scheduler_->schedule();
+  const double cpu0 = gate_ ? process_cpu_seconds() : 0.0;
+  const int32_t max_drafts = gate_ ? gate_->drafts_for_step(scheduler_->num_running()) : 0;
+  const StepPlan plan = scheduler_->schedule(max_drafts);
   if (plan.empty()) {
     executor_->execute(plan);  // drops the state of plan.finished_ids
     return StepStats{};
@@ -206,6 +233,13 @@ StepStats EngineCore::step() {
   const ExecutedStep executed = executor_->execute(plan);
   if (connector_) save_kv(plan, executed);
   const StepOutput output = scheduler_->update(plan, executed.result);
+  int64_t num_drafting = 0;
+  for (const RequestUpdate& u : output.updates) {
+    if (u.num_draft_tokens == 0) continue;
+    ++num_drafting;
+    stats.num_draft_tokens += u.num_draft_tokens;
+    stats.num_accepted_drafts += u.num_accepted_drafts;
+  }
   const ProcessedStep processed = outputs_->process(output, executed, clock_->now_ns());
   // Stop strings: the scheduler still runs these; free their blocks now.
   for (RequestId id : processed.stopped_ids) scheduler_->finish_request(id, FinishReason::kStop);
@@ -216,8 +250,19 @@ StepStats EngineCore::step() {
   if (!scheduler_->has_unfinished_requests()) release_finished();
   publish_state();
   stats.seconds = static_cast<double>(clock_->now_ns() - t0) * 1e-9;
+  if (gate_) {
+    gate_->observe({stats.num_sampled, stats.num_draft_tokens, stats.num_accepted_drafts,
+                    process_cpu_seconds() - cpu0, stats.num_prefill_tokens == 0});
+  }
   if (metrics_ != nullptr) {
-    metrics_->observe_step(stats.num_prefill_tokens, stats.num_sampled, stats.seconds);
+    metrics_->observe_step(stats.num_prefill_tokens, stats.num_sampled + stats.num_accepted_drafts,
+                           stats.seconds);
+    if (gate_) {
+      const GateStats& g = gate_->stats();
+      metrics_->observe_spec_decode({num_drafting, stats.num_draft_tokens,
+                                     stats.num_accepted_drafts, g.acceptance_rate(),
+                                     g.tokens_per_step, g.cost_ratio, g.is_drafting});
+    }
   }
   return stats;
 }

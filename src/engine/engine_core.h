@@ -10,6 +10,13 @@
 // One step(): admit finished connector loads -> schedule -> execute ->
 // save KV to the connector -> scheduler update -> events.
 //
+// Speculative decoding (options.speculative): the drafter it names is the
+// scheduler's; before each schedule() the SpeculationGate says how many
+// drafts decoding requests may get, from the measured cost of drafting
+// steps against plain ones, and each step's accepted drafts and (for
+// decode-only steps) its CPU time, all threads of the process, are fed
+// back to it.
+//
 // Admission. A request with n > 1 becomes n scheduler requests ("choices")
 // with seeds seed, seed+1, ...; choices 1.. name choice 0 as their prefix
 // source, so they start once its prompt is computed and take its full blocks
@@ -54,6 +61,8 @@
 #include "runtime/model_runner.h"
 #include "sched/clock.h"
 #include "sched/scheduler.h"
+#include "spec/drafter.h"
+#include "spec/speculation_gate.h"
 #include "tokenizer/tokenizer.h"
 #include "util/thread_pool.h"
 
@@ -65,6 +74,9 @@ struct StepStats {
   int64_t num_prefill_tokens = 0;  // tokens of requests still in their prompt
   int32_t num_requests = 0;
   int32_t num_sampled = 0;
+  // Speculative decoding: draft tokens verified, and accepted.
+  int64_t num_draft_tokens = 0;
+  int64_t num_accepted_drafts = 0;
   // KV slots held by the scheduled requests' block tables, and how many of
   // them hold a token after this step: 1 - used/allocated is the waste.
   int64_t num_allocated_slots = 0;
@@ -123,6 +135,8 @@ class EngineCore {
   const Scheduler& scheduler() const { return *scheduler_; }
   const KvCacheManager& kv_cache() const { return *kv_cache_; }
   const StepExecutor& executor() const { return *executor_; }
+  // Null unless speculative decoding is on.
+  const SpeculationGate* speculation_gate() const { return gate_.get(); }
   int64_t max_model_len() const { return max_model_len_; }
   const EngineOptions& options() const { return options_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
@@ -172,6 +186,8 @@ class EngineCore {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<StepExecutor> executor_;
   std::unique_ptr<OutputProcessor> outputs_;
+  std::unique_ptr<Drafter> drafter_;        // null: no speculative decoding
+  std::unique_ptr<SpeculationGate> gate_;   // with drafter_
   std::unique_ptr<KvConnector> connector_;  // null: no KV outside the pool
   std::function<void()> load_wakeup_;
   std::unordered_map<StreamId, PendingLoad> loads_;

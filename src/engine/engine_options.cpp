@@ -29,6 +29,7 @@ int64_t prefill_cost_context_len(const ModelConfig& c, double attention_cost) {
 }  // namespace
 
 Status EngineOptions::validate() const {
+  STRATA_RETURN_IF_ERROR(speculative.validate());
   if (block_size < 1 || block_size > 1024) {
     return invalid_argument("engine: --block-size must be in [1, 1024]");
   }

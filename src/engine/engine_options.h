@@ -10,6 +10,7 @@
 #include "kvtier/kv_tier_options.h"
 #include "model/model_config.h"
 #include "sched/scheduler_options.h"
+#include "spec/speculative_config.h"
 #include "util/status.h"
 
 namespace strata {
@@ -71,6 +72,11 @@ struct EngineOptions {
   // that follow the pool's own prefix hit. Off unless a tier is configured;
   // needs prefix caching (loaded blocks join the pool's prefix cache).
   KvTierOptions kv_tiers;
+  // Speculative decoding (--speculative-config, JSON as vLLM takes it):
+  // a drafter proposes tokens, one step verifies them, and the output is
+  // what it would have been without (see docs/speculative.md). Off by
+  // default.
+  SpeculativeConfig speculative;
 
   Status validate() const;
   // The checks that need the model: max_model_len within its trained

@@ -228,6 +228,18 @@ void Metrics::observe_step(int64_t num_prefill_tokens, int64_t num_sampled, doub
   }
 }
 
+void Metrics::observe_spec_decode(const SpecDecodeStep& step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  s_.spec_decode_enabled = true;
+  s_.spec_decode_num_drafts += step.num_drafts;
+  s_.spec_decode_num_draft_tokens += step.num_draft_tokens;
+  s_.spec_decode_num_accepted_tokens += step.num_accepted_tokens;
+  s_.spec_decode_acceptance_rate = step.acceptance_rate;
+  s_.spec_decode_tokens_per_step = step.tokens_per_step;
+  s_.spec_decode_cost_ratio = step.cost_ratio;
+  s_.spec_decode_is_drafting = step.is_drafting;
+}
+
 void Metrics::add_prompt_tokens(int64_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   s_.prompt_tokens += n;
@@ -343,6 +355,24 @@ std::string Metrics::to_prometheus_text(std::string_view model_name) const {
             static_cast<double>(s.num_requests_loading));
     w.histogram("kv_load_time_seconds", "Histogram of one request's KV tier load in seconds.",
                 s.kv_load_time);
+  }
+  if (s.spec_decode_enabled) {
+    w.counter("spec_decode_num_drafts", "Requests' draft proposals verified.",
+              s.spec_decode_num_drafts);
+    w.counter("spec_decode_num_draft_tokens", "Draft tokens verified.",
+              s.spec_decode_num_draft_tokens);
+    w.counter("spec_decode_num_accepted_tokens", "Draft tokens accepted.",
+              s.spec_decode_num_accepted_tokens);
+    w.gauge("spec_decode_acceptance_rate", "Accepted over verified draft tokens.",
+            s.spec_decode_acceptance_rate);
+    w.gauge("spec_decode_tokens_per_step",
+            "Tokens per request per decode step (1 + accepted drafts).",
+            s.spec_decode_tokens_per_step);
+    w.gauge("spec_decode_cost_ratio",
+            "Measured seconds of a drafting step over a plain decode step (latest batch size).",
+            s.spec_decode_cost_ratio);
+    w.gauge("spec_decode_drafting", "1 while the cost gate lets requests draft.",
+            s.spec_decode_is_drafting ? 1.0 : 0.0);
   }
   struct TierCounter {
     const char* name;

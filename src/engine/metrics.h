@@ -86,6 +86,30 @@ struct MetricsSnapshot {
   // 0 until measured.
   double prefill_tokens_per_s = 0.0;
   double decode_tokens_per_s = 0.0;
+  // Speculative decoding (exported only when it is on): vLLM's counters
+  // (requests' drafts verified, draft tokens, accepted ones), and gauges:
+  // accepted / draft tokens, tokens per request per decode step (1 when
+  // nothing is accepted), the measured cost of a drafting step over a plain
+  // one at the latest batch size, and whether the gate drafts now.
+  bool spec_decode_enabled = false;
+  int64_t spec_decode_num_drafts = 0;
+  int64_t spec_decode_num_draft_tokens = 0;
+  int64_t spec_decode_num_accepted_tokens = 0;
+  double spec_decode_acceptance_rate = 0.0;
+  double spec_decode_tokens_per_step = 0.0;
+  double spec_decode_cost_ratio = 0.0;
+  bool spec_decode_is_drafting = false;
+};
+
+// The speculative decoding figures of one step (counters are increments).
+struct SpecDecodeStep {
+  int64_t num_drafts = 0;  // requests that verified drafts
+  int64_t num_draft_tokens = 0;
+  int64_t num_accepted_tokens = 0;
+  double acceptance_rate = 0.0;  // gauges, as the gate measures them
+  double tokens_per_step = 0.0;
+  double cost_ratio = 0.0;
+  bool is_drafting = false;
 };
 
 class Metrics {
@@ -115,6 +139,7 @@ class Metrics {
   // `num_sampled` tokens in `seconds`: updates the measured rates.
   void observe_step(int64_t num_prefill_tokens, int64_t num_sampled, double seconds);
   void observe_kv_load_time(double seconds);
+  void observe_spec_decode(const SpecDecodeStep& step);
   // Where snapshot() reads the tiers' own counters (called on the reading
   // thread; must be thread-safe). nullptr detaches it (before the tiers go).
   void set_tier_source(std::function<std::vector<TierMetricsSnapshot>()> source);

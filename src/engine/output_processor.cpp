@@ -54,7 +54,7 @@ void OutputProcessor::on_scheduled(const StepPlan& plan, int64_t now_ns) {
 
 void OutputProcessor::record_token_metrics(Choice& c, const RequestUpdate& u, int64_t now_ns) {
   if (metrics_ == nullptr) return;
-  metrics_->add_generation_tokens(1);
+  metrics_->add_generation_tokens(1 + static_cast<int64_t>(u.forced_tokens.size()));
   if (c.first_token_ns < 0) {
     metrics_->observe_time_to_first_token(seconds(now_ns - c.spec.arrival_ns));
     if (c.first_scheduled_ns >= 0) {

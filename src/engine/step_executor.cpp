@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <limits>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -18,7 +19,7 @@ ForwardBatch to_forward_batch(const StepPlan& plan) {
     const ScheduledRequest& r = plan.requests[s];
     batch.block_tables.push_back(r.block_table);
     for (int32_t i = 0; i < r.num_new_tokens; ++i) {
-      const bool wants_logits = r.is_sampling && i == r.num_new_tokens - 1;
+      const bool wants_logits = i >= r.num_new_tokens - r.num_logits_rows();
       batch.add_token(r.new_token_ids[i], r.position(i), static_cast<int32_t>(s), plan.block_size,
                       wants_logits);
     }
@@ -115,13 +116,42 @@ StepPlan StepExecutor::admit_new_requests(const StepPlan& plan, ExecutedStep* ou
   return runnable;
 }
 
+SampledToken StepExecutor::verify_drafts(const ScheduledRequest& s, const float* rows,
+                                         RequestState& state,
+                                         std::unordered_map<RequestId, SampleResult>* samples) {
+  // Row j predicts the token after new_token_ids[num_new - 1 - num_draft + j];
+  // draft j is verified against row j, and the first rejection's row (or,
+  // all accepted, the last row) gives the token that follows.
+  const auto drafts = std::span<const int32_t>(s.new_token_ids).last(s.num_draft_tokens);
+  SampledToken sampled{s.request_id, 0, {}, false};
+  for (int32_t j = 0; j <= s.num_draft_tokens; ++j) {
+    const float* row = rows + static_cast<size_t>(j) * static_cast<size_t>(vocab_size_);
+    SampleResult r;
+    if (j < s.num_draft_tokens) {
+      bool accepted = false;
+      r = state.sampler.verify(row, drafts[j], workspace_, &accepted);
+      if (accepted) {
+        ++sampled.num_accepted_drafts;
+        continue;
+      }
+    } else {
+      r = state.sampler.sample(row, workspace_);
+    }
+    sampled.token = r.token;
+    (*samples)[s.request_id] = std::move(r);
+    break;
+  }
+  return sampled;
+}
+
 ExecutedStep StepExecutor::execute(const StepPlan& plan) {
   for (RequestId id : plan.finished_ids) requests_.erase(id);
   ExecutedStep out;
   const StepPlan runnable = admit_new_requests(plan, &out);
   if (runnable.empty()) return out;
 
-  std::vector<const ScheduledRequest*> rows;  // sampling requests, in logits order
+  // Sampling requests, in logits order; each has s.num_logits_rows() rows.
+  std::vector<const ScheduledRequest*> rows;
   if (Status status = forward(runnable); status) {
     for (const ScheduledRequest& s : runnable.requests) {
       if (s.is_sampling) rows.push_back(&s);
@@ -146,10 +176,17 @@ ExecutedStep StepExecutor::execute(const StepPlan& plan) {
     logits_.swap(logits_all);
   }
 
+  size_t first_row = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     const ScheduledRequest& s = *rows[i];
-    float* row = logits_.data() + i * static_cast<size_t>(vocab_size_);
+    float* row = logits_.data() + first_row * static_cast<size_t>(vocab_size_);
+    first_row += static_cast<size_t>(s.num_logits_rows());
     RequestState& state = requests_.at(s.request_id);
+    if (s.num_draft_tokens > 0) {
+      SampledToken sampled = verify_drafts(s, row, state, &out.samples);
+      out.result.sampled.push_back(std::move(sampled));
+      continue;
+    }
     if (s.masks_stop_tokens) {
       for (int32_t stop : state.stop_token_ids) {
         if (stop >= 0 && stop < vocab_size_) row[stop] = -std::numeric_limits<float>::infinity();

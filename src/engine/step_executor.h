@@ -20,6 +20,12 @@
 // minus the last one (the model may merge it with what follows) unless the
 // grammar ends there.
 //
+// Speculative decoding: a request with drafts has 1 + num_draft_tokens
+// logits rows; its drafts are verified in order (SequenceSampler::verify:
+// greedy keeps a draft that is the argmax, sampling keeps it with its
+// probability or draws from the residual) and the first rejection's row, or
+// the last row when every draft held, gives the token after them.
+//
 // Failures stay per request: a sampler that rejects its params fails that
 // request alone; a forward pass that fails is retried one request at a time
 // (the runner leaves the cache untouched on error) so only the culprits
@@ -74,6 +80,13 @@ class StepExecutor {
   // `sampled` (already accepted by `m`), accepted by `m` too; empty when
   // none or when they do not retokenize cleanly.
   std::vector<int32_t> forced_tokens(GrammarMatcher& m, int32_t sampled);
+  struct RequestState;
+  // Speculative decoding: verifies the drafts of `s` against its
+  // 1 + num_draft_tokens logits rows (at `rows`), in order, with the
+  // request's sampler (accept or draw from the residual), then draws the
+  // token after the accepted ones.
+  SampledToken verify_drafts(const ScheduledRequest& s, const float* rows, RequestState& state,
+                             std::unordered_map<RequestId, SampleResult>* samples);
 
   ModelRunner& runner_;
   int32_t vocab_size_;

@@ -436,6 +436,53 @@ SampleResult SequenceSampler::sample(const float* logits, SamplerWorkspace& ws) 
   return out;
 }
 
+SampleResult SequenceSampler::verify(const float* logits, int32_t draft, SamplerWorkspace& ws,
+                                     bool* accepted) {
+  assert(ws.vocab_size() == vocab_size_);
+  SampleResult out;
+  load(logits, ws);
+  const double lse = raw_log_sum_exp(ws);
+  fill_top_logprobs(lse, ws, &out);
+
+  int32_t token = prepare(ws);
+  if (token < 0) {
+    const double total = kept_weights(ws);
+    const float* weights = ws.weights.data();
+    auto id_of = [&ws](size_t i) { return ws.is_identity ? static_cast<int32_t>(i) : ws.ids[i]; };
+    double draft_weight = 0.0;
+    size_t draft_index = ws.num_kept;
+    for (size_t i = 0; i < ws.num_kept; ++i) {
+      if (id_of(i) == draft) {
+        draft_weight = weights[i];
+        draft_index = i;
+        break;
+      }
+    }
+    if (draft_index < ws.num_kept && rng_.next_unit() * total < draft_weight) {
+      token = draft;
+    } else {
+      // The residual: every kept token but the draft, renormalized.
+      const double residual = total - draft_weight;
+      const double u = rng_.next_unit() * residual;
+      double cumulative = 0.0;
+      size_t chosen = ws.num_kept;
+      for (size_t i = 0; i < ws.num_kept; ++i) {
+        if (i == draft_index || !(weights[i] > 0.0f)) continue;
+        cumulative += weights[i];
+        chosen = i;  // the last candidate with mass is the rounding fallback
+        if (u < cumulative) break;
+      }
+      // Only the draft had mass (its weight rounded below the total): keep it.
+      token = chosen < ws.num_kept ? id_of(chosen) : draft;
+    }
+  }
+  *accepted = token == draft;
+  out.token = token;
+  out.logprob = static_cast<float>(static_cast<double>(sanitize(logits[token])) - lse);
+  append_output_token(token);
+  return out;
+}
+
 std::vector<std::pair<int32_t, double>> SequenceSampler::distribution(const float* logits,
                                                                       SamplerWorkspace& ws) const {
   assert(ws.vocab_size() == vocab_size_);

@@ -113,6 +113,17 @@ class SequenceSampler {
   // `ws` must have the same vocab_size.
   SampleResult sample(const float* logits, SamplerWorkspace& ws);
 
+  // Speculative decoding: draws the next token like sample() does, given
+  // that a drafter proposed `draft` for it, and sets *accepted when the
+  // result is the draft. Greedy: the argmax (the draft is accepted when it
+  // is the argmax). Sampling: the draft is kept with probability p(draft)
+  // under the distribution sample() draws from; otherwise the token comes
+  // from that distribution with the draft removed, renormalized. With a
+  // deterministic proposal this is rejection sampling's residual
+  // max(p - q, 0), so the result is distributed exactly as sample()'s
+  // (lossless), though it uses the PRNG differently (one or two draws).
+  SampleResult verify(const float* logits, int32_t draft, SamplerWorkspace& ws, bool* accepted);
+
   // Records an output token that was chosen without sample() (e.g. forced),
   // so that penalties see it.
   void append_output_token(int32_t token);

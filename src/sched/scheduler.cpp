@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -9,6 +10,7 @@ namespace strata {
 
 struct Scheduler::StepState {
   int64_t budget_tokens = 0;
+  int32_t max_drafts = 0;  // per decoding request
   // Prompt-token cost this step may still spend (max_prefill_tokens while
   // decodes run, else unlimited: budget_tokens bounds it), counted as
   // prefill_cost() does. Every granted prompt token costs >= 1, so a limited
@@ -95,6 +97,7 @@ Status Scheduler::add_request(RequestSpec spec) {
 }
 
 void Scheduler::release(Request* r, FinishReason reason) {
+  if (drafter_ != nullptr) drafter_->finish(r->spec.id, r->tokens, r->num_prompt_tokens);
   kv_->remove(r->spec.id);
   r->status = RequestStatus::kFinished;
   r->finish_reason = reason;
@@ -117,7 +120,7 @@ void Scheduler::preempt(Request* victim, StepState& st) {
   auto g = std::find_if(st.grants.begin(), st.grants.end(),
                         [victim](const Grant& x) { return x.request == victim; });
   if (g != st.grants.end()) {
-    st.budget_tokens += g->num_new_tokens;
+    st.budget_tokens += g->num_new_tokens + static_cast<int64_t>(g->drafts.size());
     st.grants.erase(g);
   }
   victim->status = RequestStatus::kWaiting;
@@ -169,10 +172,46 @@ bool Scheduler::schedule_running(Request* r, StepState& st) {
     preempt(victim, st);
     if (victim == r) return false;
   }
-  st.grants.push_back({r, n});
   st.budget_tokens -= n;
+  std::vector<int32_t> drafts;
+  if (!is_prefill && st.max_drafts > 0 && r->num_computed_tokens + n == r->num_tokens()) {
+    drafts = propose_drafts(r, st);
+    st.budget_tokens -= static_cast<int64_t>(drafts.size());
+  }
+  st.grants.push_back({r, n, std::move(drafts)});
   if (is_prefill) charge_prefill(r->num_computed_tokens, n, st);
   return true;
+}
+
+std::vector<int32_t> Scheduler::propose_drafts(Request* r, StepState& st) {
+  std::vector<int32_t> drafts;
+  const RequestSpec& spec = r->spec;
+  if (drafter_ == nullptr || spec.grammar != nullptr || spec.sampling.num_logprobs > 0 ||
+      r->num_output_tokens() < spec.min_tokens) {
+    return drafts;
+  }
+  // After this step the request holds up to num_tokens + drafts + 1 tokens,
+  // within max_tokens and max_model_len.
+  const int64_t k = std::min<int64_t>({st.max_drafts, st.budget_tokens,
+                                       spec.max_tokens - r->num_output_tokens() - 1,
+                                       options_.max_model_len - r->num_tokens() - 1});
+  if (k <= 0) return drafts;
+  draft_scratch_.clear();
+  drafter_->propose(spec.id, r->tokens, r->num_prompt_tokens, static_cast<int32_t>(k),
+                    &draft_scratch_);
+  if (draft_scratch_.empty()) return drafts;
+  drafts.assign(draft_scratch_.begin(),
+                draft_scratch_.begin() + std::min<int64_t>(k, std::ssize(draft_scratch_)));
+  // Drafts are a bet: they take free blocks, never another request's.
+  const PrefixHit no_hit;
+  const int64_t want = r->num_tokens() + std::ssize(drafts);
+  if (!kv_->allocate(spec.id, no_hit, want)) {
+    const int64_t covered =
+        static_cast<int64_t>(kv_->block_table(spec.id).size()) * kv_->block_size();
+    drafts.resize(
+        static_cast<size_t>(std::clamp<int64_t>(covered - r->num_tokens(), 0, std::ssize(drafts))));
+  }
+  return drafts;
 }
 
 bool Scheduler::can_preempt_for(const Request& waiting) const {
@@ -213,13 +252,14 @@ bool Scheduler::admit_waiting(size_t index, StepState& st) {
   return true;
 }
 
-StepPlan Scheduler::schedule() {
+StepPlan Scheduler::schedule(int32_t max_drafts) {
   StepPlan plan;
   plan.step_id = next_step_id_++;
   plan.block_size = kv_->block_size();
   plan.finished_ids.swap(finished_since_plan_);
   StepState st;
   st.budget_tokens = options_.max_num_batched_tokens;
+  st.max_drafts = drafter_ != nullptr ? std::max(0, max_drafts) : 0;
   st.plan = &plan;
   st.grants.reserve(running_.size() + 8);
 
@@ -269,9 +309,11 @@ StepPlan Scheduler::schedule() {
     ScheduledRequest s;
     s.request_id = r.spec.id;
     s.num_computed_tokens = r.num_computed_tokens;
-    s.num_new_tokens = static_cast<int32_t>(g.num_new_tokens);
+    s.num_new_tokens = static_cast<int32_t>(g.num_new_tokens + std::ssize(g.drafts));
     s.new_token_ids.assign(r.tokens.begin() + r.num_computed_tokens,
                            r.tokens.begin() + r.num_computed_tokens + g.num_new_tokens);
+    s.new_token_ids.insert(s.new_token_ids.end(), g.drafts.begin(), g.drafts.end());
+    s.num_draft_tokens = static_cast<int32_t>(g.drafts.size());
     s.block_table = kv_->block_table(r.spec.id);
     s.is_sampling = r.num_computed_tokens + g.num_new_tokens == r.num_tokens();
     s.is_prefill = r.num_computed_tokens < r.num_prompt_tokens;
@@ -284,7 +326,7 @@ StepPlan Scheduler::schedule() {
       d.grammar = r.spec.grammar;
       s.new_request = std::move(d);
     }
-    plan.num_scheduled_tokens += g.num_new_tokens;
+    plan.num_scheduled_tokens += s.num_new_tokens;
     plan.requests.push_back(std::move(s));
   }
   if (!plan.empty()) ++num_steps_;
@@ -313,6 +355,8 @@ StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
     auto tok = sampled.find(s.request_id);
     if (failed || (s.is_sampling && tok == sampled.end())) {
       u.finish_reason = FinishReason::kError;
+    } else if (s.num_draft_tokens > 0) {
+      apply_verified(s, *tok->second, r, &u);
     } else {
       r->num_computed_tokens += s.num_new_tokens;
       kv_->commit_computed(r->spec.id, r->tokens, r->block_hashes, r->num_computed_tokens);
@@ -363,6 +407,42 @@ StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
     }
   }
   return out;
+}
+
+void Scheduler::apply_verified(const ScheduledRequest& s, const SampledToken& st, Request* r,
+                               RequestUpdate* u) {
+  const int32_t accepted = std::clamp(st.num_accepted_drafts, 0, s.num_draft_tokens);
+  u->num_draft_tokens = s.num_draft_tokens;
+  u->num_accepted_drafts = accepted;
+  // K/V is valid for the decode token and the accepted drafts only.
+  const int64_t computed =
+      r->num_computed_tokens + (s.num_new_tokens - s.num_draft_tokens) + accepted;
+  const auto drafts = std::span<const int32_t>(s.new_token_ids).last(s.num_draft_tokens);
+  const auto& stops = r->spec.stop_token_ids;
+  for (int32_t k = 0; k <= accepted && u->finish_reason == FinishReason::kNone; ++k) {
+    const int32_t token = k < accepted ? drafts[k] : st.token;
+    r->tokens.push_back(token);
+    if (k == 0) {
+      u->has_new_token = true;
+      u->new_token = token;
+    } else {
+      u->forced_tokens.push_back(token);
+    }
+    if (r->num_output_tokens() > r->spec.min_tokens &&
+        std::find(stops.begin(), stops.end(), token) != stops.end()) {
+      u->finish_reason = FinishReason::kStop;
+      u->ends_on_stop_token = true;
+    } else if (r->num_output_tokens() >= r->spec.max_tokens ||
+               r->num_tokens() >= options_.max_model_len) {
+      u->finish_reason = FinishReason::kLength;
+    }
+  }
+  // An end inside the accepted drafts leaves later positions uncounted.
+  r->num_computed_tokens = std::min(computed, r->num_tokens() - 1);
+  if (kv_->is_prefix_caching_enabled()) {
+    extend_block_hashes(r->tokens, kv_->block_size(), r->spec.cache_salt, &r->block_hashes);
+  }
+  kv_->commit_computed(r->spec.id, r->tokens, r->block_hashes, r->num_computed_tokens);
 }
 
 const Request* Scheduler::find(RequestId id) const {

@@ -17,6 +17,13 @@
 // original place in the order. Under kPriority a waiting request may also
 // preempt a strictly lower-priority running one.
 //
+// Speculative decoding: schedule(max_drafts) gives decoding requests a
+// drafter's guesses after their decode token; update() appends the drafts
+// the executor accepted and the token drawn after them, and counts as
+// computed only the K/V of accepted positions (a rejected draft's slot is
+// rewritten by the next step; its block stays in the table for the tokens
+// that follow, and is never cached before its slots hold real tokens).
+//
 // update() appends sampled tokens, applies the request's stop tokens (after
 // min_tokens), max_tokens and max_model_len, caches newly full blocks and
 // frees finished requests' blocks. Stop strings are the engine's: it calls
@@ -37,6 +44,7 @@
 #include "sched/request.h"
 #include "sched/scheduler_options.h"
 #include "sched/step_plan.h"
+#include "spec/drafter.h"
 #include "util/status.h"
 
 namespace strata {
@@ -72,10 +80,19 @@ class Scheduler {
   // Returns false if the id is unknown.
   bool finish_request(RequestId id, FinishReason reason);
 
-  StepPlan schedule();
+  // `max_drafts` > 0 (speculative decoding, with a drafter set): each
+  // decoding request may get up to that many draft tokens after its decode
+  // token, as the drafter proposes them, within the token budget, max_tokens
+  // and max_model_len, and only in KV blocks that are free without
+  // preempting anyone. Not for requests with a grammar, logprobs, or fewer
+  // than min_tokens outputs (their per-position masks are not kept).
+  StepPlan schedule(int32_t max_drafts = 0);
   // Consumes the runner's result for `plan` (the last plan schedule()
   // returned). Requests finished or aborted since then are skipped.
   StepOutput update(const StepPlan& plan, const StepResult& result);
+
+  // Speculative decoding's drafter (borrowed, outlives this; null: none).
+  void set_drafter(Drafter* drafter) { drafter_ = drafter; }
 
   // A live (waiting or running) request, or nullptr.
   const Request* find(RequestId id) const;
@@ -99,6 +116,7 @@ class Scheduler {
   struct Grant {
     Request* request;
     int64_t num_new_tokens;
+    std::vector<int32_t> drafts = {};  // speculative tokens after them
   };
   struct StepState;
 
@@ -120,12 +138,21 @@ class Scheduler {
   // Tries to admit waiting_[index]; returns false when the waiting pass stops.
   bool admit_waiting(size_t index, StepState& st);
   bool can_preempt_for(const Request& waiting) const;
+  // Draft tokens for decoding request `r` (its decode token already
+  // granted and allocated), their KV allocated; empty when none fit.
+  std::vector<int32_t> propose_drafts(Request* r, StepState& st);
   void preempt(Request* victim, StepState& st);
+  // update() for a request that verified drafts: appends the accepted ones
+  // and the token drawn after them, counts their K/V as computed.
+  void apply_verified(const ScheduledRequest& s, const SampledToken& st, Request* r,
+                      RequestUpdate* u);
   void release(Request* r, FinishReason reason);
 
   SchedulerOptions options_;
   KvCacheManager* kv_;
   const Clock* clock_;
+  Drafter* drafter_ = nullptr;
+  std::vector<int32_t> draft_scratch_;
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;  // live requests
   std::vector<Request*> running_;                                     // policy order
   std::vector<Request*> waiting_;                                     // policy order

@@ -52,8 +52,17 @@ struct ScheduledRequest {
   // The token sampled this step must not be a stop token: the request has
   // fewer than min_tokens outputs.
   bool masks_stop_tokens = false;
+  // Speculative decoding: the last num_draft_tokens of new_token_ids are a
+  // drafter's guesses at the tokens after the request's last one (a decode
+  // step, is_sampling). The runner computes logits for the last
+  // 1 + num_draft_tokens rows and the executor verifies the drafts in order;
+  // the block table covers them all.
+  int32_t num_draft_tokens = 0;
   // Set on the request's first step only (not on resumes after preemption).
   std::optional<NewRequestData> new_request;
+
+  // Rows of the chunk whose logits the step needs.
+  int32_t num_logits_rows() const { return is_sampling ? 1 + num_draft_tokens : 0; }
 
   bool is_first_step() const { return new_request.has_value(); }
 
@@ -83,6 +92,11 @@ struct SampledToken {
   std::vector<int32_t> forced_tokens = {};
   // The request's grammar ended with these tokens: finish it (kStop).
   bool ends_request = false;
+  // Speculative decoding: the plan's first num_accepted_drafts drafts were
+  // verified; they come before `token` (which the last row's logits drew:
+  // the correction of the first rejected draft, or the token after the
+  // last draft when all were accepted).
+  int32_t num_accepted_drafts = 0;
 };
 
 struct StepResult {
@@ -98,8 +112,14 @@ struct RequestUpdate {
   RequestId request_id = 0;
   bool has_new_token = false;
   int32_t new_token = 0;
-  std::vector<int32_t> forced_tokens = {};           // appended after new_token (jump-forward)
+  // Appended after new_token in the same step: the tokens a grammar forced
+  // (jump-forward), or under speculative decoding the rest of the accepted
+  // drafts and the token drawn after them (new_token is then the first
+  // accepted draft).
+  std::vector<int32_t> forced_tokens = {};
   FinishReason finish_reason = FinishReason::kNone;  // kNone: still running
+  int32_t num_draft_tokens = 0;     // speculative decoding: drafts verified this step
+  int32_t num_accepted_drafts = 0;  // of them accepted (and appended)
   // kStop because this update's last token is a stop token (EOS or one of
   // the request's stop_token_ids), as opposed to a grammar's end.
   bool ends_on_stop_token = false;
