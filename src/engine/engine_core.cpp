@@ -9,6 +9,7 @@
 
 #include "engine/tiered_kv_connector.h"
 #include "spec/ngram_drafter.h"
+#include "spec/suffix_drafter.h"
 
 namespace strata {
 namespace {
@@ -91,7 +92,9 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
   if (spec.method == SpeculativeMethod::kNgram) {
     c.drafter_ = std::make_unique<NgramDrafter>(spec.prompt_lookup_min, spec.prompt_lookup_max);
   } else if (spec.method == SpeculativeMethod::kSuffix) {
-    return unimplemented("--speculative-config: method \"suffix\" is not built yet; use \"ngram\"");
+    c.drafter_ = std::make_unique<SuffixDrafter>(
+        SuffixDrafterOptions{spec.suffix_max_tree_depth, spec.suffix_max_cached_requests,
+                             spec.suffix_max_spec_factor, spec.suffix_min_token_prob});
   }
   if (c.drafter_) {
     c.scheduler_->set_drafter(c.drafter_.get());
