@@ -1,7 +1,5 @@
 #include "engine/engine_core.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <string>
 #include <thread>
@@ -12,18 +10,6 @@
 #include "spec/suffix_drafter.h"
 
 namespace strata {
-namespace {
-
-// CPU seconds of every thread of this process: the speculation gate's
-// measure of a step's cost, which time spent descheduled on a busy shared
-// machine does not inflate (wall time there varies many-fold step to step).
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-}  // namespace
 
 StepStats StepStats::of(const StepPlan& plan) {
   StepStats stats;
@@ -220,7 +206,6 @@ void EngineCore::abort_all() {
 StepStats EngineCore::step() {
   if (connector_) finish_loads();
   const int64_t t0 = clock_->now_ns();
-  const double cpu0 = gate_ ? process_cpu_seconds() : 0.0;
   const int32_t max_drafts = gate_ ? gate_->drafts_for_step(scheduler_->num_running()) : 0;
   const StepPlan plan = scheduler_->schedule(max_drafts);
   if (plan.empty()) {
@@ -251,7 +236,7 @@ StepStats EngineCore::step() {
   stats.seconds = static_cast<double>(clock_->now_ns() - t0) * 1e-9;
   if (gate_) {
     gate_->observe({stats.num_sampled, stats.num_draft_tokens, stats.num_accepted_drafts,
-                    process_cpu_seconds() - cpu0, stats.num_prefill_tokens == 0});
+                    stats.seconds, stats.num_prefill_tokens == 0});
   }
   if (metrics_ != nullptr) {
     metrics_->observe_step(stats.num_prefill_tokens, stats.num_sampled + stats.num_accepted_drafts,

@@ -10,6 +10,12 @@ void SpeculationGate::Window::add(double x) {
   ++count;
 }
 
+double SpeculationGate::Window::min() const {
+  const int32_t n = std::min(count, kWindow);
+  if (n == 0) return 0.0;
+  return *std::min_element(samples.begin(), samples.begin() + n);
+}
+
 double SpeculationGate::Window::median() const {
   const int32_t n = std::min(count, kWindow);
   if (n == 0) return 0.0;
@@ -47,7 +53,7 @@ bool SpeculationGate::decide(Bucket& b) const {
   // Measure both sides first: plain steps, then drafting ones.
   if (b.plain_seconds.count < kWarmup) return false;
   if (b.draft_seconds.count < kWarmup) return true;
-  const double cost = cost_ratio_of(b.draft_seconds.median(), b.plain_seconds.median());
+  const double cost = cost_ratio_of(b.draft_seconds.min(), b.plain_seconds.min());
   return b.draft_yield.mean() > cost * (1.0 + kMargin);
 }
 
@@ -64,12 +70,20 @@ int32_t SpeculationGate::drafts_for_step(int32_t num_decoding) {
     b.steps_since_probe = 0;
   }
   bool drafting = decision;
-  if (b.plain_seconds.count >= kWarmup && b.draft_seconds.count >= kWarmup &&
-      ++b.steps_since_probe >= b.probe_interval) {
-    // Re-measure the side not chosen once; back off while it keeps losing.
-    drafting = !decision;
+  if (b.probe_steps_left == 0 && b.plain_seconds.count >= kWarmup &&
+      b.draft_seconds.count >= kWarmup && ++b.steps_since_probe >= b.probe_interval) {
+    // Re-measure the side not chosen; back off while it keeps losing. A
+    // close call gets a burst of steps, enough to move the medians; a clear
+    // one a single step, so a losing side stays cheap.
+    const double cost = cost_ratio_of(b.draft_seconds.min(), b.plain_seconds.min());
+    const double edge = b.draft_yield.mean() / std::max(1e-12, cost * (1.0 + kMargin));
+    b.probe_steps_left = edge > 1.0 / 1.5 && edge < 1.5 ? kProbeBurst : 1;
     b.steps_since_probe = 0;
     b.probe_interval = std::min(kMaxProbeInterval, b.probe_interval * 2);
+  }
+  if (b.probe_steps_left > 0) {
+    --b.probe_steps_left;
+    drafting = !decision;
   }
   stats_.is_drafting = drafting;
   return drafting ? num_speculative_tokens_ : 0;
@@ -99,7 +113,7 @@ void SpeculationGate::observe(const GateObservation& step) {
     b.plain_seconds.add(per_request);
   }
   if (b.plain_seconds.count > 0 && b.draft_seconds.count > 0) {
-    stats_.cost_ratio = cost_ratio_of(b.draft_seconds.median(), b.plain_seconds.median());
+    stats_.cost_ratio = cost_ratio_of(b.draft_seconds.min(), b.plain_seconds.min());
     stats_.draft_yield = b.draft_yield.mean();
   }
 }
