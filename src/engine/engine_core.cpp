@@ -300,13 +300,11 @@ void EngineCore::save_kv(const StepPlan& plan, const ExecutedStep& executed) {
   for (const ScheduledRequest& s : plan.requests) {
     const Request* r = scheduler_->find(s.request_id);
     if (r == nullptr || executed.errors.count(s.request_id)) continue;
-    KvSaveRequest save{s.request_id,
-                       r->tokens,
-                       r->block_hashes,
-                       s.block_table,
-                       s.num_computed_tokens + s.num_new_tokens,
-                       s.is_first_step(),
-                       s.num_computed_tokens};
+    KvSaveRequest save{s.request_id, r->tokens, r->block_hashes, s.block_table,
+                       // Not the drafts: a rejected one's K/V is garbage, an
+                       // accepted one's is saved with the next step's.
+                       s.num_computed_tokens + s.num_new_tokens - s.num_draft_tokens,
+                       s.is_first_step(), s.num_computed_tokens};
     connector_->save(save, *kv_storage_);
   }
 }
