@@ -11,9 +11,10 @@ void SuffixDrafter::Trie::begin_sequence() {
 }
 
 int32_t SuffixDrafter::Trie::child(int32_t node, int32_t token) const {
-  const auto& c = nodes_[static_cast<size_t>(node)].children;
-  auto it = c.find(token);
-  return it == c.end() ? -1 : it->second;
+  for (const auto& [t, idx] : nodes_[static_cast<size_t>(node)].children) {
+    if (t == token) return idx;
+  }
+  return -1;
 }
 
 void SuffixDrafter::Trie::append(int32_t token) {
@@ -25,7 +26,7 @@ void SuffixDrafter::Trie::append(int32_t token) {
     int32_t next = child(node, token);
     if (next < 0) {
       next = static_cast<int32_t>(nodes_.size());
-      nodes_[static_cast<size_t>(node)].children.emplace(token, next);
+      nodes_[static_cast<size_t>(node)].children.emplace_back(token, next);
       nodes_.emplace_back();
     }
     ++nodes_[static_cast<size_t>(node)].continuations;
@@ -58,9 +59,9 @@ int32_t SuffixDrafter::Trie::propose(std::span<const int32_t> context, int32_t m
     const Node& n = nodes_[static_cast<size_t>(node)];
     if (n.continuations == 0) break;
     int32_t best_token = -1, best_node = -1;
-    int64_t best_count = 0;
+    int32_t best_count = 0;
     for (const auto& [token, idx] : n.children) {
-      const int64_t c = nodes_[static_cast<size_t>(idx)].count;
+      const int32_t c = nodes_[static_cast<size_t>(idx)].count;
       if (c > best_count || (c == best_count && token < best_token)) {
         best_count = c;
         best_token = token;

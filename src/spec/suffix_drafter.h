@@ -10,15 +10,17 @@
 // max_drafts and max_spec_factor x match length tokens; the trie whose walk
 // is longer wins.
 //
-// Memory: a trie holds at most D nodes per token inserted; the global trie
-// keeps max_cached_requests outputs and is rebuilt from those still
-// remembered when it would exceed them. Not thread-safe (engine thread).
+// Memory: a trie holds at most D nodes (~40 bytes each) per token inserted,
+// fewer where paths repeat; the global trie keeps max_cached_requests
+// outputs and is rebuilt from those still remembered when it would exceed
+// them. Not thread-safe (engine thread).
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "spec/drafter.h"
@@ -60,9 +62,11 @@ class SuffixDrafter : public Drafter {
 
    private:
     struct Node {
-      std::unordered_map<int32_t, int32_t> children;  // token -> node index
-      int64_t count = 0;                              // occurrences of this path
-      int64_t continuations = 0;                      // sum of the children's counts
+      // (token, node index), unsorted: most nodes have one child, so a
+      // small vector is lighter and faster than a map.
+      std::vector<std::pair<int32_t, int32_t>> children;
+      int32_t count = 0;          // occurrences of this path
+      int32_t continuations = 0;  // sum of the children's counts
     };
     int32_t child(int32_t node, int32_t token) const;
     int32_t max_depth_;
