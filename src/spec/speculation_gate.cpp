@@ -63,9 +63,13 @@ double SpeculationGate::Bucket::cost_ratio() const {
 bool SpeculationGate::decide(Bucket& b) const {
   // Measure both sides first: plain steps, then drafting ones.
   if (b.plain_seconds.count < kWarmup) return false;
-  if (b.draft_seconds.count < kWarmup) return true;
-  const double cost = b.cost_ratio();
-  return b.draft_yield.mean() > cost * (1.0 + kMargin);
+  if (b.draft_seconds.count == 0) return true;
+  const double edge = b.draft_yield.mean() / std::max(1e-12, b.cost_ratio() * (1.0 + kMargin));
+  // A drafting step that yields less than half its cost ends the warm-up
+  // early: at large batches one such step costs several plain ones, and a
+  // misjudgement is corrected by the next probe.
+  if (b.draft_seconds.count < kWarmup) return edge >= 0.5;
+  return edge > 1.0;
 }
 
 int32_t SpeculationGate::drafts_for_step(int32_t num_decoding) {
