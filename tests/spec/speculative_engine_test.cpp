@@ -356,6 +356,49 @@ TEST(SpeculativeEngine, MetricsReportAcceptanceAndTokensPerStep) {
   EXPECT_EQ(off.to_prometheus_text().find("spec_decode"), std::string::npos);
 }
 
+TEST(SpeculativeEngine, StopTokenInsideTheDraftsIsReported) {
+  std::unique_ptr<LoadedModel> m =
+      load(std::string(STRATA_BINARY_DIR) + "/models/llama-f32-peaky.gguf");
+  ASSERT_TRUE(m);
+  auto plain = make(*m, options_for(*m, ""));
+  auto spec = make(*m, options_for(*m, kEager));
+  auto final_event = [](EngineCore& core, const GenerationRequest& r) {
+    Result<std::shared_ptr<RequestStream>> stream = core.add_request(r);
+    EXPECT_TRUE(stream.is_ok());
+    TokenEvent last;
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 1000 && core.has_unfinished_requests(); ++i) {
+      core.step();
+      for (TokenEvent& e : (*stream)->drain()) {
+        tokens.insert(tokens.end(), e.token_ids.begin(), e.token_ids.end());
+        if (e.is_final) last = e;
+      }
+    }
+    return std::make_pair(tokens, last);
+  };
+  // Prompts that quote the model's own continuation (so drafts hold), each
+  // stopped on its tenth output token.
+  for (uint32_t seed = 40; seed < 48; ++seed) {
+    const std::vector<int32_t> p = random_ids(seed, 16, m->tokenizer->vocab_size());
+    const std::vector<int32_t> g = tokens_of(run_to_completion(*plain, {greedy_request(p, 24)}))[0];
+    std::vector<int32_t> prompt = p;
+    prompt.insert(prompt.end(), g.begin(), g.end());
+    prompt.insert(prompt.end(), p.begin(), p.end());
+    GenerationRequest r = greedy_request(prompt, 30);
+    const std::vector<int32_t> full = tokens_of(run_to_completion(*plain, {r}))[0];
+    ASSERT_GT(full.size(), 10u);
+    r.stop_token_ids = {full[9]};
+    const auto [want_tokens, want] = final_event(*plain, r);
+    const auto [got_tokens, got] = final_event(*spec, r);
+    EXPECT_EQ(got_tokens, want_tokens) << "seed " << seed;
+    EXPECT_EQ(got.finish_reason, FinishReason::kStop) << "seed " << seed;
+    EXPECT_EQ(got.stop_token_id, full[9]) << "seed " << seed;
+    EXPECT_EQ(got.stop_token_id, want.stop_token_id) << "seed " << seed;
+    EXPECT_EQ(got.usage.num_output_tokens, want.usage.num_output_tokens) << "seed " << seed;
+  }
+  EXPECT_GT(spec->speculation_gate()->stats().num_accepted_tokens, 8);
+}
+
 TEST(SpeculativeEngine, SuffixDraftsFromEarlierOutputs) {
   std::unique_ptr<LoadedModel> m =
       load(std::string(STRATA_BINARY_DIR) + "/models/llama-f32-peaky.gguf");
