@@ -19,7 +19,7 @@
 #
 #   bench/speculative_bench.sh [BUILD_DIR]
 #   env: MODEL=models/default.gguf THREADS=2 REPS=3 OUTPUT=96 K=4
-#        LOOKUP_MIN=2 LOOKUP_MAX=4 CONCURRENCY="1 16"
+#        METHOD=ngram|suffix LOOKUP_MIN=2 LOOKUP_MAX=4 CONCURRENCY="1 16"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -31,6 +31,7 @@ K=${K:-4}
 LOOKUP_MIN=${LOOKUP_MIN:-2}
 LOOKUP_MAX=${LOOKUP_MAX:-4}
 CONCURRENCY=${CONCURRENCY:-"1 16"}
+METHOD=${METHOD:-ngram}
 STRATA="$BUILD/strata"
 [ -x "$STRATA" ] || { echo "speculative_bench: $STRATA not built" >&2; exit 1; }
 work=$(mktemp -d)
@@ -59,8 +60,13 @@ write("quote", [p + "\n\nAnd the scribe wrote these words in the book, saying, "
 write("free", [" ".join(p.split()[:8]) for p in passages])
 PY
 
-gated="{\"method\": \"ngram\", \"num_speculative_tokens\": $K, \"prompt_lookup_min\": $LOOKUP_MIN, \"prompt_lookup_max\": $LOOKUP_MAX}"
-ungated="{\"method\": \"ngram\", \"num_speculative_tokens\": $K, \"prompt_lookup_min\": $LOOKUP_MIN, \"prompt_lookup_max\": $LOOKUP_MAX, \"gating\": \"off\"}"
+if [ "$METHOD" = ngram ]; then
+  fields="\"prompt_lookup_min\": $LOOKUP_MIN, \"prompt_lookup_max\": $LOOKUP_MAX"
+else
+  fields="\"suffix_decoding_max_tree_depth\": 24"
+fi
+gated="{\"method\": \"$METHOD\", \"num_speculative_tokens\": $K, $fields}"
+ungated="{\"method\": \"$METHOD\", \"num_speculative_tokens\": $K, $fields, \"gating\": \"off\"}"
 
 # one WORKLOAD CONCURRENCY CONFIG OUT: one run, its JSON line appended to OUT.
 one() {
@@ -104,6 +110,6 @@ for c in $CONCURRENCY; do
       "$(python3 -c "print($spec_cpu / $base_cpu)")"
   done
 done
-echo "model $MODEL, $THREADS threads, k=$K, prompt_lookup $LOOKUP_MIN..$LOOKUP_MAX, $OUTPUT output tokens, median of $REPS"
+echo "model $MODEL, $THREADS threads, $gated, $OUTPUT output tokens, median of $REPS"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (a busy machine makes every figure noisy)"
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) CPUs)"

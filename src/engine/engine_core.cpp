@@ -1,7 +1,5 @@
 #include "engine/engine_core.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <string>
 #include <thread>
@@ -9,20 +7,9 @@
 
 #include "engine/tiered_kv_connector.h"
 #include "spec/ngram_drafter.h"
+#include "spec/suffix_drafter.h"
 
 namespace strata {
-namespace {
-
-// CPU seconds of every thread of this process: the speculation gate's
-// measure of a step's cost, which time spent descheduled on a busy shared
-// machine does not inflate (wall time there varies many-fold step to step).
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-}  // namespace
 
 StepStats StepStats::of(const StepPlan& plan) {
   StepStats stats;
@@ -95,7 +82,9 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
   if (spec.method == SpeculativeMethod::kNgram) {
     c.drafter_ = std::make_unique<NgramDrafter>(spec.prompt_lookup_min, spec.prompt_lookup_max);
   } else if (spec.method == SpeculativeMethod::kSuffix) {
-    return unimplemented("--speculative-config: method \"suffix\" is not built yet; use \"ngram\"");
+    c.drafter_ = std::make_unique<SuffixDrafter>(
+        SuffixDrafterOptions{spec.suffix_max_tree_depth, spec.suffix_max_cached_requests,
+                             spec.suffix_max_spec_factor, spec.suffix_min_token_prob});
   }
   if (c.drafter_) {
     c.scheduler_->set_drafter(c.drafter_.get());
@@ -221,7 +210,6 @@ void EngineCore::abort_all() {
 StepStats EngineCore::step() {
   if (connector_) finish_loads();
   const int64_t t0 = clock_->now_ns();
-  const double cpu0 = gate_ ? process_cpu_seconds() : 0.0;
   const int32_t max_drafts = gate_ ? gate_->drafts_for_step(scheduler_->num_running()) : 0;
   const StepPlan plan = scheduler_->schedule(max_drafts);
   if (plan.empty()) {
@@ -252,7 +240,7 @@ StepStats EngineCore::step() {
   stats.seconds = static_cast<double>(clock_->now_ns() - t0) * 1e-9;
   if (gate_) {
     gate_->observe({stats.num_sampled, stats.num_draft_tokens, stats.num_accepted_drafts,
-                    process_cpu_seconds() - cpu0, stats.num_prefill_tokens == 0});
+                    stats.seconds, stats.num_prefill_tokens == 0});
   }
   if (metrics_ != nullptr) {
     metrics_->observe_step(stats.num_prefill_tokens, stats.num_sampled + stats.num_accepted_drafts,
@@ -317,13 +305,11 @@ void EngineCore::save_kv(const StepPlan& plan, const ExecutedStep& executed) {
   for (const ScheduledRequest& s : plan.requests) {
     const Request* r = scheduler_->find(s.request_id);
     if (r == nullptr || executed.errors.count(s.request_id)) continue;
-    KvSaveRequest save{s.request_id,
-                       r->tokens,
-                       r->block_hashes,
-                       s.block_table,
-                       s.num_computed_tokens + s.num_new_tokens,
-                       s.is_first_step(),
-                       s.num_computed_tokens};
+    KvSaveRequest save{s.request_id, r->tokens, r->block_hashes, s.block_table,
+                       // Not the drafts: a rejected one's K/V is garbage, an
+                       // accepted one's is saved with the next step's.
+                       s.num_computed_tokens + s.num_new_tokens - s.num_draft_tokens,
+                       s.is_first_step(), s.num_computed_tokens};
     connector_->save(save, *kv_storage_);
   }
 }

@@ -14,8 +14,7 @@
 // scheduler's; before each schedule() the SpeculationGate says how many
 // drafts decoding requests may get, from the measured cost of drafting
 // steps against plain ones, and each step's accepted drafts and (for
-// decode-only steps) its CPU time, all threads of the process, are fed
-// back to it.
+// decode-only steps) its wall time are fed back to it.
 //
 // Admission. A request with n > 1 becomes n scheduler requests ("choices")
 // with seeds seed, seed+1, ...; choices 1.. name choice 0 as their prefix

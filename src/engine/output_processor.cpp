@@ -112,10 +112,13 @@ bool OutputProcessor::handle_update(const RequestUpdate& u, const ExecutedStep& 
   }
 
   FinishReason reason = u.finish_reason;
-  if (is_stop_token && !c.matcher.is_stopped() &&
-      std::find(c.spec.stop_token_ids.begin(), c.spec.stop_token_ids.end(), u.new_token) !=
+  // The stop token is the update's last token (after accepted drafts or
+  // forced tokens, when there are any).
+  const int32_t last_token = u.forced_tokens.empty() ? u.new_token : u.forced_tokens.back();
+  if (u.has_new_token && u.ends_on_stop_token && !c.matcher.is_stopped() &&
+      std::find(c.spec.stop_token_ids.begin(), c.spec.stop_token_ids.end(), last_token) !=
           c.spec.stop_token_ids.end()) {
-    e.stop_token_id = u.new_token;
+    e.stop_token_id = last_token;
   }
   if (c.matcher.is_stopped()) {
     reason = FinishReason::kStop;

@@ -10,6 +10,16 @@ void SpeculationGate::Window::add(double x) {
   ++count;
 }
 
+double SpeculationGate::Window::min_of_latest(int32_t m) const {
+  const int32_t n = std::min({count, kWindow, m});
+  if (n <= 0) return 0.0;
+  double best = samples[static_cast<size_t>((count - 1) % kWindow)];
+  for (int32_t i = 1; i < n; ++i) {
+    best = std::min(best, samples[static_cast<size_t>((count - 1 - i) % kWindow)]);
+  }
+  return best;
+}
+
 double SpeculationGate::Window::median() const {
   const int32_t n = std::min(count, kWindow);
   if (n == 0) return 0.0;
@@ -43,12 +53,23 @@ double cost_ratio_of(double draft_seconds, double plain_seconds) {
 }
 }  // namespace
 
+double SpeculationGate::Bucket::cost_ratio() const {
+  // The minimum of as many samples on each side: a minimum over more
+  // samples is lower, which would favour the side measured more often.
+  const int32_t m = std::min(plain_seconds.count, draft_seconds.count);
+  return cost_ratio_of(draft_seconds.min_of_latest(m), plain_seconds.min_of_latest(m));
+}
+
 bool SpeculationGate::decide(Bucket& b) const {
   // Measure both sides first: plain steps, then drafting ones.
   if (b.plain_seconds.count < kWarmup) return false;
-  if (b.draft_seconds.count < kWarmup) return true;
-  const double cost = cost_ratio_of(b.draft_seconds.median(), b.plain_seconds.median());
-  return b.draft_yield.mean() > cost * (1.0 + kMargin);
+  if (b.draft_seconds.count == 0) return true;
+  const double edge = b.draft_yield.mean() / std::max(1e-12, b.cost_ratio() * (1.0 + kMargin));
+  // A drafting step that yields less than half its cost ends the warm-up
+  // early: at large batches one such step costs several plain ones, and a
+  // misjudgement is corrected by the next probe.
+  if (b.draft_seconds.count < kWarmup) return edge >= 0.5;
+  return edge > 1.0;
 }
 
 int32_t SpeculationGate::drafts_for_step(int32_t num_decoding) {
@@ -64,12 +85,20 @@ int32_t SpeculationGate::drafts_for_step(int32_t num_decoding) {
     b.steps_since_probe = 0;
   }
   bool drafting = decision;
-  if (b.plain_seconds.count >= kWarmup && b.draft_seconds.count >= kWarmup &&
-      ++b.steps_since_probe >= b.probe_interval) {
-    // Re-measure the side not chosen once; back off while it keeps losing.
-    drafting = !decision;
+  if (b.probe_steps_left == 0 && b.plain_seconds.count >= kWarmup &&
+      b.draft_seconds.count >= kWarmup && ++b.steps_since_probe >= b.probe_interval) {
+    // Re-measure the side not chosen; back off while it keeps losing. A
+    // close call gets a burst of steps, enough to move the medians; a clear
+    // one a single step, so a losing side stays cheap.
+    const double cost = b.cost_ratio();
+    const double edge = b.draft_yield.mean() / std::max(1e-12, cost * (1.0 + kMargin));
+    b.probe_steps_left = edge > 1.0 / 1.5 && edge < 1.5 ? kProbeBurst : 1;
     b.steps_since_probe = 0;
     b.probe_interval = std::min(kMaxProbeInterval, b.probe_interval * 2);
+  }
+  if (b.probe_steps_left > 0) {
+    --b.probe_steps_left;
+    drafting = !decision;
   }
   stats_.is_drafting = drafting;
   return drafting ? num_speculative_tokens_ : 0;
@@ -99,7 +128,7 @@ void SpeculationGate::observe(const GateObservation& step) {
     b.plain_seconds.add(per_request);
   }
   if (b.plain_seconds.count > 0 && b.draft_seconds.count > 0) {
-    stats_.cost_ratio = cost_ratio_of(b.draft_seconds.median(), b.plain_seconds.median());
+    stats_.cost_ratio = b.cost_ratio();
     stats_.draft_yield = b.draft_yield.mean();
   }
 }

@@ -5,23 +5,25 @@
 // decode step at the same batch size. Both are measured per batch-size
 // class (1, 2-3, 4-7, 8-15, ... requests) over the latest decode-only steps
 // of each kind:
-//   cost ratio  = median seconds per request of a drafting step
-//                 / median seconds per request of a plain step
+//   cost ratio  = fastest seconds per request of a drafting step
+//                 / fastest seconds per request of a plain step
 //   yield       = mean tokens produced per request in a drafting step
-// and the gate drafts while yield > cost ratio * (1 + margin). Medians,
-// because on a shared machine a step now and then takes many times its
-// usual time; seconds per request, so steps of 9 and of 14 requests
-// compare. The side not chosen is re-measured now and then (every 32 steps
-// of that class at first, backing off to every 512 while the decision
-// stands), so a change in acceptance (a new workload) or cost (longer
-// contexts) is noticed; a losing side thus costs at most a few percent.
-// With gating off it always drafts.
+// and the gate drafts while yield > cost ratio * (1 + margin). The fastest
+// of the latest m of each kind (m = the fewer samples either has, at most
+// 15), because other load only ever adds time to a step (on a shared
+// machine a step now and then takes many times its usual time), so the
+// minimum is the estimate of what the step itself costs, and a minimum
+// over equally many samples does not favour the side measured more often;
+// seconds per request, so steps of 9 and of 14 requests compare. The side not chosen is re-measured
+// now and then (every 32 steps of that class at first, backing off to every 256 while the decision
+// stands; three steps in a row when yield and cost are within 1.5x of each other, else one), so a
+// change in acceptance (a new workload) or cost (longer contexts) is noticed, and a clearly losing
+// side costs little. With gating off it always drafts.
 //
 // Steps whose drafting requests proposed nothing count as plain steps.
 // Prefill steps are not timed (their cost is not the decodes'), only
-// counted in the acceptance figures. The cost comes from the caller (the
-// engine passes CPU seconds, which a busy shared machine does not inflate
-// as it does wall time), so tests drive it with made-up seconds. Not
+// counted in the acceptance figures. Time comes from the caller (the
+// engine's clock), so tests drive it with made-up seconds. Not
 // thread-safe: the engine thread owns it.
 #pragma once
 
@@ -86,6 +88,8 @@ class SpeculationGate {
     std::array<double, kWindow> samples{};
     int32_t count = 0;  // samples seen (the window holds min(count, kWindow))
     void add(double x);
+    // The smallest of the latest m samples.
+    double min_of_latest(int32_t m) const;
     double median() const;
     double mean() const;
   };
@@ -96,10 +100,13 @@ class SpeculationGate {
     bool drafting = true;
     int32_t steps_since_probe = 0;
     int32_t probe_interval = kFirstProbeInterval;
+    int32_t probe_steps_left = 0;  // of the probe under way
+    double cost_ratio() const;
   };
-  static constexpr int32_t kWarmup = 2;  // samples of each side before deciding
+  static constexpr int32_t kWarmup = 3;  // samples of each side before deciding
   static constexpr int32_t kFirstProbeInterval = 32;
-  static constexpr int32_t kMaxProbeInterval = 512;
+  static constexpr int32_t kMaxProbeInterval = 256;
+  static constexpr int32_t kProbeBurst = 3;  // probe steps when the call is close
   static constexpr size_t kNumBuckets = 16;
 
   static size_t bucket_of(int32_t num_decoding);

@@ -4,8 +4,11 @@
 //    "prompt_lookup_min": 2, "prompt_lookup_max": 5}
 // method "ngram" (prompt lookup over the request's prompt and output) or
 // "suffix" (a suffix tree over the request's prompt, its output and earlier
-// requests' outputs). prompt_lookup_min/max follow vLLM: when neither is
-// given both are 5, when one is given the other takes its value.
+// requests' outputs; fields suffix_decoding_max_tree_depth,
+// suffix_decoding_max_cached_requests, suffix_decoding_max_spec_factor,
+// suffix_decoding_min_token_prob as vLLM names them). prompt_lookup_min/max
+// follow vLLM: when neither is given both are 5, when one is given the
+// other takes its value.
 //
 // strata's own field: "gating": "cost" (default: speculate only while the
 // measured tokens per second with drafts beat those without, see
@@ -34,6 +37,14 @@ struct SpeculativeConfig {
   // in its earlier tokens (the longest match found wins). 1 <= min <= max.
   int32_t prompt_lookup_min = 5;
   int32_t prompt_lookup_max = 5;
+  // suffix: vLLM's suffix_decoding_* fields (see spec/suffix_drafter.h):
+  // the deepest path stored (1..256), finished outputs kept for the global
+  // tree (0..1,000,000), drafts at most this factor x the match length
+  // (> 0), and the path probability below which a draft stops ([0, 1]).
+  int32_t suffix_max_tree_depth = 24;
+  int32_t suffix_max_cached_requests = 1000;
+  double suffix_max_spec_factor = 1.0;
+  double suffix_min_token_prob = 0.1;
   // Gate drafting by measured cost (true), or draft on every step.
   bool cost_gating = true;
 

@@ -49,6 +49,21 @@ m=${models[0]}
 if cmp -s "$tmp/a" "$tmp/b"; then num_passed=$((num_passed + 1)); else
   echo "FAIL: greedy output differs between runs"; num_failed=$((num_failed + 1)); fi
 
+# Speculative decoding: greedy text identical to plain decoding; bad configs
+# are one-line errors naming the problem.
+spec='{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 1, "gating": "off"}'
+"$strata" generate -m "$m" -p "abc abc abc" -n 24 --temperature 0 --ignore-eos > "$tmp/a" 2>/dev/null
+"$strata" generate -m "$m" -p "abc abc abc" -n 24 --temperature 0 --ignore-eos \
+  --speculative-config "$spec" > "$tmp/b" 2>/dev/null
+if cmp -s "$tmp/a" "$tmp/b"; then num_passed=$((num_passed + 1)); else
+  echo "FAIL: speculative greedy output differs from plain"; num_failed=$((num_failed + 1)); fi
+check_error "speculative bad json" "not valid JSON" "$strata" generate -m "$m" -p hi \
+  --speculative-config '{method: ngram}'
+check_error "speculative unknown method" "unknown method" "$strata" generate -m "$m" -p hi \
+  --speculative-config '{"method": "eagle", "num_speculative_tokens": 2}'
+check_error "speculative unknown field" "unknown field" "$strata" bench throughput -m "$m" \
+  --num-prompts 1 --speculative-config '{"method": "ngram", "num_speculative_tokens": 2, "x": 1}'
+
 long=$(printf 'word %.0s' $(seq 1 400))
 check_error "prompt longer than context" "ctx-size" "$strata" generate -m "$m" -p "$long" -c 64
 check_error "missing model file" "no-such" "$strata" inspect "$tmp/no-such.gguf"

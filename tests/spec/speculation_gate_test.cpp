@@ -44,6 +44,16 @@ TEST(SpeculationGate, StopsWhenItDoesNotPayAndProbesRarely) {
   EXPECT_GE(drafted, 2);
 }
 
+TEST(SpeculationGate, AClearLossEndsTheWarmUpAtOnce) {
+  SpeculationGate gate(4, true);
+  // A compute-bound batch: drafting costs 5x and yields nothing.
+  const int drafted = run(gate, 100, 16, 5.0, 0);
+  // One warm-up step, then single-step probes (every 32, then 64 steps).
+  EXPECT_LE(drafted, 3);
+  EXPECT_GE(drafted, 1);
+  EXPECT_FALSE(gate.stats().is_drafting);
+}
+
 TEST(SpeculationGate, BatchSizesAreMeasuredApart) {
   SpeculationGate gate(3, true);
   run(gate, 100, 1, 1.2, 2);   // pays at batch 1

@@ -42,6 +42,22 @@ TEST(SpeculativeConfig, OneLookupBoundSetsTheOther) {
   EXPECT_FALSE(again->cost_gating);
 }
 
+TEST(SpeculativeConfig, SuffixFieldsAsVllmNamesThem) {
+  Result<SpeculativeConfig> c = SpeculativeConfig::parse(
+      R"({"method": "suffix", "num_speculative_tokens": 8, "suffix_decoding_max_tree_depth": 32,
+          "suffix_decoding_max_cached_requests": 50, "suffix_decoding_max_spec_factor": 2.5,
+          "suffix_decoding_min_token_prob": 0.2})");
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->method, SpeculativeMethod::kSuffix);
+  EXPECT_EQ(c->suffix_max_tree_depth, 32);
+  EXPECT_EQ(c->suffix_max_cached_requests, 50);
+  EXPECT_DOUBLE_EQ(c->suffix_max_spec_factor, 2.5);
+  EXPECT_DOUBLE_EQ(c->suffix_min_token_prob, 0.2);
+  Result<SpeculativeConfig> again = SpeculativeConfig::parse(c->to_json());
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(again->suffix_max_tree_depth, 32);
+}
+
 TEST(SpeculativeConfig, BadInputIsOneLineNamingTheProblem) {
   struct Case {
     const char* json;
@@ -66,6 +82,14 @@ TEST(SpeculativeConfig, BadInputIsOneLineNamingTheProblem) {
       {R"({"method": "ngram", "num_speculative_tokens": 2, "gating": "maybe"})", "\"gating\""},
       {R"({"method": "suffix", "num_speculative_tokens": 2, "prompt_lookup_min": 2})",
        "ngram\" only"},
+      {R"({"method": "ngram", "num_speculative_tokens": 2, "suffix_decoding_max_tree_depth": 8})",
+       "suffix\" only"},
+      {R"({"method": "suffix", "num_speculative_tokens": 2, "suffix_decoding_max_tree_depth": 1})",
+       "[2, 256]"},
+      {R"({"method": "suffix", "num_speculative_tokens": 2, "suffix_decoding_min_token_prob": 2})",
+       "[0, 1]"},
+      {R"({"method": "suffix", "num_speculative_tokens": 2, "suffix_decoding_max_spec_factor": "x"})",
+       "must be a number"},
   };
   for (const Case& c : cases) {
     Result<SpeculativeConfig> r = SpeculativeConfig::parse(c.json);

@@ -94,6 +94,9 @@ std::vector<std::vector<int32_t>> tokens_of(const std::vector<std::map<int32_t, 
 constexpr const char* kEager =
     R"({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 1,
         "prompt_lookup_max": 3, "gating": "off"})";
+constexpr const char* kSuffix =
+    R"({"method": "suffix", "num_speculative_tokens": 5, "suffix_decoding_min_token_prob": 0.05,
+        "gating": "off"})";
 constexpr const char* kLong =
     R"({"method": "ngram", "num_speculative_tokens": 7, "prompt_lookup_min": 2,
         "prompt_lookup_max": 4, "gating": "off"})";
@@ -152,6 +155,14 @@ TEST(SpeculativeEngine, GreedyIdenticalOnEveryModelAndPromptSet) {
     ASSERT_TRUE(spec4);
     EXPECT_EQ(tokens_of(run_to_completion(*spec4, rs)), expected);
 
+    // Suffix decoding, batched (each request's own tree and the outputs of
+    // those finished before).
+    auto suffix = make(*m, options_for(*m, kSuffix));
+    ASSERT_TRUE(suffix);
+    EXPECT_EQ(tokens_of(run_to_completion(*suffix, rs)), expected);
+    // Again, now with every output in the global tree.
+    EXPECT_EQ(tokens_of(run_to_completion(*suffix, rs)), expected);
+
     // A stop token that the output reaches: the end may fall inside the
     // accepted drafts.
     GenerationRequest stopping = rs[2];
@@ -169,7 +180,7 @@ TEST(SpeculativeEngine, GreedyIdenticalOnEveryModelAndPromptSet) {
               tokens_of(run_to_completion(*plain, {follow}))[0]);
     EXPECT_GT(spec4->kv_cache().stats().prefix_hit_tokens, 0);
 
-    for (EngineCore* c : {spec.get(), spec4.get()}) {
+    for (EngineCore* c : {spec.get(), spec4.get(), suffix.get()}) {
       drafted += c->speculation_gate()->stats().num_draft_tokens;
       accepted += c->speculation_gate()->stats().num_accepted_tokens;
     }
@@ -345,13 +356,66 @@ TEST(SpeculativeEngine, MetricsReportAcceptanceAndTokensPerStep) {
   EXPECT_EQ(off.to_prometheus_text().find("spec_decode"), std::string::npos);
 }
 
-TEST(SpeculativeEngine, SuffixMethodIsRefusedUntilBuilt) {
+TEST(SpeculativeEngine, StopTokenInsideTheDraftsIsReported) {
   std::unique_ptr<LoadedModel> m =
       load(std::string(STRATA_BINARY_DIR) + "/models/llama-f32-peaky.gguf");
   ASSERT_TRUE(m);
-  EngineOptions o = options_for(*m, R"({"method": "suffix", "num_speculative_tokens": 3})");
-  Result<std::unique_ptr<EngineCore>> core = EngineCore::create(*m->weights, *m->tokenizer, o);
-  EXPECT_FALSE(core.is_ok());
+  auto plain = make(*m, options_for(*m, ""));
+  auto spec = make(*m, options_for(*m, kEager));
+  auto final_event = [](EngineCore& core, const GenerationRequest& r) {
+    Result<std::shared_ptr<RequestStream>> stream = core.add_request(r);
+    EXPECT_TRUE(stream.is_ok());
+    TokenEvent last;
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 1000 && core.has_unfinished_requests(); ++i) {
+      core.step();
+      for (TokenEvent& e : (*stream)->drain()) {
+        tokens.insert(tokens.end(), e.token_ids.begin(), e.token_ids.end());
+        if (e.is_final) last = e;
+      }
+    }
+    return std::make_pair(tokens, last);
+  };
+  // Prompts that quote the model's own continuation (so drafts hold), each
+  // stopped on its tenth output token.
+  for (uint32_t seed = 40; seed < 48; ++seed) {
+    const std::vector<int32_t> p = random_ids(seed, 16, m->tokenizer->vocab_size());
+    const std::vector<int32_t> g = tokens_of(run_to_completion(*plain, {greedy_request(p, 24)}))[0];
+    std::vector<int32_t> prompt = p;
+    prompt.insert(prompt.end(), g.begin(), g.end());
+    prompt.insert(prompt.end(), p.begin(), p.end());
+    GenerationRequest r = greedy_request(prompt, 30);
+    const std::vector<int32_t> full = tokens_of(run_to_completion(*plain, {r}))[0];
+    ASSERT_GT(full.size(), 10u);
+    r.stop_token_ids = {full[9]};
+    const auto [want_tokens, want] = final_event(*plain, r);
+    const auto [got_tokens, got] = final_event(*spec, r);
+    EXPECT_EQ(got_tokens, want_tokens) << "seed " << seed;
+    EXPECT_EQ(got.finish_reason, FinishReason::kStop) << "seed " << seed;
+    EXPECT_EQ(got.stop_token_id, full[9]) << "seed " << seed;
+    EXPECT_EQ(got.stop_token_id, want.stop_token_id) << "seed " << seed;
+    EXPECT_EQ(got.usage.num_output_tokens, want.usage.num_output_tokens) << "seed " << seed;
+  }
+  EXPECT_GT(spec->speculation_gate()->stats().num_accepted_tokens, 8);
+}
+
+TEST(SpeculativeEngine, SuffixDraftsFromEarlierOutputs) {
+  std::unique_ptr<LoadedModel> m =
+      load(std::string(STRATA_BINARY_DIR) + "/models/llama-f32-peaky.gguf");
+  ASSERT_TRUE(m);
+  auto plain = make(*m, options_for(*m, ""));
+  auto spec = make(*m, options_for(*m, kSuffix));
+  ASSERT_TRUE(plain && spec);
+  // The same prompt twice, one after the other: the second run finds the
+  // first's output in the global tree (drafts grow with the match length).
+  const GenerationRequest r = greedy_request(random_ids(21, 30, m->tokenizer->vocab_size()), 40);
+  const auto want = tokens_of(run_to_completion(*plain, {r}))[0];
+  EXPECT_EQ(tokens_of(run_to_completion(*spec, {r}))[0], want);
+  const int64_t accepted_first = spec->speculation_gate()->stats().num_accepted_tokens;
+  EXPECT_EQ(tokens_of(run_to_completion(*spec, {r}))[0], want);
+  const int64_t accepted_second =
+      spec->speculation_gate()->stats().num_accepted_tokens - accepted_first;
+  EXPECT_GE(accepted_second, 20) << "first run accepted " << accepted_first;
 }
 
 }  // namespace

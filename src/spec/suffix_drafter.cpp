@@ -1,0 +1,128 @@
+#include "spec/suffix_drafter.h"
+
+#include <algorithm>
+
+namespace strata {
+
+SuffixDrafter::Trie::Trie(int32_t max_depth) : max_depth_(max_depth), nodes_(1) {}
+
+void SuffixDrafter::Trie::begin_sequence() {
+  active_.clear();
+}
+
+int32_t SuffixDrafter::Trie::child(int32_t node, int32_t token) const {
+  for (const auto& [t, idx] : nodes_[static_cast<size_t>(node)].children) {
+    if (t == token) return idx;
+  }
+  return -1;
+}
+
+void SuffixDrafter::Trie::append(int32_t token) {
+  // Every live suffix (started at one of the last max_depth - 1 tokens) and
+  // a new one at the root grow by `token`; the deepest drops out.
+  active_.insert(active_.begin(), 0);
+  if (static_cast<int32_t>(active_.size()) > max_depth_) active_.pop_back();
+  for (int32_t& node : active_) {
+    int32_t next = child(node, token);
+    if (next < 0) {
+      next = static_cast<int32_t>(nodes_.size());
+      nodes_[static_cast<size_t>(node)].children.emplace_back(token, next);
+      nodes_.emplace_back();
+    }
+    ++nodes_[static_cast<size_t>(node)].continuations;
+    ++nodes_[static_cast<size_t>(next)].count;
+    node = next;
+  }
+}
+
+int32_t SuffixDrafter::Trie::propose(std::span<const int32_t> context, int32_t max_drafts,
+                                     const SuffixDrafterOptions& options,
+                                     std::vector<int32_t>* out) const {
+  // The longest suffix of the context that is a path with a continuation.
+  const int32_t longest = std::min<int32_t>(max_depth_ - 1, static_cast<int32_t>(context.size()));
+  int32_t node = -1, match = 0;
+  for (int32_t m = longest; m >= 1 && node < 0; --m) {
+    int32_t n = 0;
+    for (size_t i = context.size() - static_cast<size_t>(m); i < context.size() && n >= 0; ++i) {
+      n = child(n, context[i]);
+    }
+    if (n >= 0 && nodes_[static_cast<size_t>(n)].continuations > 0) {
+      node = n;
+      match = m;
+    }
+  }
+  if (node < 0) return 0;
+  const int32_t limit = std::min<int32_t>(
+      max_drafts, std::max<int32_t>(1, static_cast<int32_t>(options.max_spec_factor * match)));
+  double prob = 1.0;
+  for (int32_t d = 0; d < limit; ++d) {
+    const Node& n = nodes_[static_cast<size_t>(node)];
+    if (n.continuations == 0) break;
+    int32_t best_token = -1, best_node = -1;
+    int32_t best_count = 0;
+    for (const auto& [token, idx] : n.children) {
+      const int32_t c = nodes_[static_cast<size_t>(idx)].count;
+      if (c > best_count || (c == best_count && token < best_token)) {
+        best_count = c;
+        best_token = token;
+        best_node = idx;
+      }
+    }
+    prob *= static_cast<double>(best_count) / static_cast<double>(n.continuations);
+    if (prob < options.min_token_prob) break;
+    out->push_back(best_token);
+    node = best_node;
+  }
+  return match;
+}
+
+SuffixDrafter::SuffixDrafter(const SuffixDrafterOptions& options)
+    : options_(options), global_(options.max_tree_depth) {}
+
+SuffixDrafter::~SuffixDrafter() = default;
+
+void SuffixDrafter::propose(uint64_t request_id, std::span<const int32_t> tokens,
+                            int64_t /*num_prompt_tokens*/, int32_t max_drafts,
+                            std::vector<int32_t>* out) {
+  auto& slot = requests_[request_id];
+  if (!slot) {
+    slot = std::make_unique<RequestTrie>(RequestTrie{Trie(options_.max_tree_depth), 0});
+    slot->trie.begin_sequence();
+  }
+  // Catch up with the tokens appended since the last proposal (the last
+  // token too: its own path has no continuation yet, so it never matches
+  // itself).
+  for (int64_t i = slot->num_inserted; i < std::ssize(tokens); ++i) slot->trie.append(tokens[i]);
+  slot->num_inserted = std::ssize(tokens);
+
+  std::vector<int32_t> mine, theirs;
+  const int32_t m1 = slot->trie.propose(tokens, max_drafts, options_, &mine);
+  const int32_t m2 = global_.propose(tokens, max_drafts, options_, &theirs);
+  const bool take_global = theirs.size() > mine.size() || (theirs.size() == mine.size() && m2 > m1);
+  const std::vector<int32_t>& pick = take_global ? theirs : mine;
+  out->insert(out->end(), pick.begin(), pick.end());
+}
+
+void SuffixDrafter::finish(uint64_t request_id, std::span<const int32_t> tokens,
+                           int64_t num_prompt_tokens) {
+  requests_.erase(request_id);
+  if (options_.max_cached_requests <= 0 || std::ssize(tokens) <= num_prompt_tokens) return;
+  cached_outputs_.emplace_back(tokens.begin() + num_prompt_tokens, tokens.end());
+  if (std::ssize(cached_outputs_) > options_.max_cached_requests) {
+    // Rebuild from the outputs still remembered (amortized: every
+    // max_cached_requests / 2 finishes).
+    while (std::ssize(cached_outputs_) > options_.max_cached_requests / 2) {
+      cached_outputs_.pop_front();
+    }
+    global_ = Trie(options_.max_tree_depth);
+    for (const auto& o : cached_outputs_) {
+      global_.begin_sequence();
+      for (int32_t t : o) global_.append(t);
+    }
+    return;
+  }
+  global_.begin_sequence();
+  for (int32_t t : cached_outputs_.back()) global_.append(t);
+}
+
+}  // namespace strata

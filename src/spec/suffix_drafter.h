@@ -1,0 +1,89 @@
+// SuffixDrafter: suffix decoding (Arctic Inference's SuffixDecoding, vLLM's
+// "suffix" method). Two suffix tries of bounded depth D: one per live
+// request over its prompt and output (updated as tokens arrive), and one
+// over the outputs of recently finished requests (agentic and repeated
+// workloads regenerate earlier outputs). Each node counts how often its
+// path occurred. A proposal takes the longest suffix of the request's
+// tokens (at most D - 1) found in a trie with a continuation, then walks the
+// most frequent child while the product of the children's frequencies
+// (count / parent's continuations) stays >= min_token_prob, for at most
+// max_drafts and max_spec_factor x match length tokens; the trie whose walk
+// is longer wins.
+//
+// Memory: a trie holds at most D nodes (~40 bytes each) per token inserted,
+// fewer where paths repeat; the global trie keeps max_cached_requests
+// outputs and is rebuilt from those still remembered when it would exceed
+// them. Not thread-safe (engine thread).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "spec/drafter.h"
+
+namespace strata {
+
+struct SuffixDrafterOptions {
+  int32_t max_tree_depth = 24;         // D: longest path stored
+  int32_t max_cached_requests = 1000;  // finished outputs in the global trie
+  double max_spec_factor = 1.0;        // drafts <= factor x match length
+  double min_token_prob = 0.1;         // stop the walk below this path probability
+};
+
+class SuffixDrafter : public Drafter {
+ public:
+  explicit SuffixDrafter(const SuffixDrafterOptions& options);
+  ~SuffixDrafter() override;
+
+  void propose(uint64_t request_id, std::span<const int32_t> tokens, int64_t num_prompt_tokens,
+               int32_t max_drafts, std::vector<int32_t>* out) override;
+  void finish(uint64_t request_id, std::span<const int32_t> tokens,
+              int64_t num_prompt_tokens) override;
+
+  size_t num_live_requests() const { return requests_.size(); }
+
+  // A suffix trie over appended token sequences; public for tests.
+  class Trie {
+   public:
+    explicit Trie(int32_t max_depth);
+    // Starts a new sequence (the suffixes of different sequences do not join).
+    void begin_sequence();
+    // Appends one token to the current sequence.
+    void append(int32_t token);
+    // The drafts after the longest suffix of `context` with a continuation;
+    // returns the match length (0: none).
+    int32_t propose(std::span<const int32_t> context, int32_t max_drafts,
+                    const SuffixDrafterOptions& options, std::vector<int32_t>* out) const;
+    size_t num_nodes() const { return nodes_.size(); }
+
+   private:
+    struct Node {
+      // (token, node index), unsorted: most nodes have one child, so a
+      // small vector is lighter and faster than a map.
+      std::vector<std::pair<int32_t, int32_t>> children;
+      int32_t count = 0;          // occurrences of this path
+      int32_t continuations = 0;  // sum of the children's counts
+    };
+    int32_t child(int32_t node, int32_t token) const;
+    int32_t max_depth_;
+    std::vector<Node> nodes_;      // [0] is the root
+    std::vector<int32_t> active_;  // nodes of the current sequence's live suffixes
+  };
+
+ private:
+  struct RequestTrie {
+    Trie trie;
+    int64_t num_inserted = 0;  // tokens of the request in the trie
+  };
+
+  SuffixDrafterOptions options_;
+  std::unordered_map<uint64_t, std::unique_ptr<RequestTrie>> requests_;
+  Trie global_;
+  std::deque<std::vector<int32_t>> cached_outputs_;  // what global_ holds, oldest first
+};
+
+}  // namespace strata

@@ -1,0 +1,104 @@
+#include "spec/suffix_drafter.h"
+
+#include <gtest/gtest.h>
+
+namespace strata {
+namespace {
+
+using Trie = SuffixDrafter::Trie;
+
+Trie trie_of(const std::vector<std::vector<int32_t>>& seqs, int32_t depth = 8) {
+  Trie t(depth);
+  for (const auto& s : seqs) {
+    t.begin_sequence();
+    for (int32_t x : s) t.append(x);
+  }
+  return t;
+}
+
+TEST(SuffixTrie, FollowsTheMostFrequentContinuation) {
+  // After "1 2": 3 twice, 4 once.
+  Trie t = trie_of({{1, 2, 3, 9}, {1, 2, 3, 9}, {1, 2, 4}});
+  SuffixDrafterOptions o;
+  o.min_token_prob = 0.0;
+  o.max_spec_factor = 4.0;
+  std::vector<int32_t> out;
+  EXPECT_EQ(t.propose(std::vector<int32_t>{7, 1, 2}, 3, o, &out), 2);
+  EXPECT_EQ(out, (std::vector<int32_t>{3, 9}));
+}
+
+TEST(SuffixTrie, StopsBelowTheMinimumPathProbability) {
+  Trie t = trie_of({{1, 2, 3}, {1, 2, 4}, {1, 2, 5}});
+  SuffixDrafterOptions o;
+  o.min_token_prob = 0.5;  // each continuation of "1 2" has 1/3
+  o.max_spec_factor = 4.0;
+  std::vector<int32_t> out;
+  t.propose(std::vector<int32_t>{1, 2}, 3, o, &out);
+  EXPECT_TRUE(out.empty());
+  o.min_token_prob = 0.3;
+  t.propose(std::vector<int32_t>{1, 2}, 3, o, &out);
+  EXPECT_EQ(out, (std::vector<int32_t>{3}));  // ties: the lower id
+}
+
+TEST(SuffixTrie, SpecFactorBoundsDraftsByMatchLength) {
+  Trie t = trie_of({{5, 1, 2, 3, 4, 6, 7}});
+  SuffixDrafterOptions o;
+  o.min_token_prob = 0.0;
+  o.max_spec_factor = 1.0;
+  std::vector<int32_t> out;
+  EXPECT_EQ(t.propose(std::vector<int32_t>{9, 9, 1, 2}, 8, o, &out), 2);
+  EXPECT_EQ(out, (std::vector<int32_t>{3, 4}));  // 1 x match of 2
+}
+
+TEST(SuffixTrie, SequencesDoNotJoin) {
+  // "3" ends one sequence and "4" starts the next: "3 4" never occurred.
+  Trie t = trie_of({{1, 2, 3}, {4, 5}});
+  SuffixDrafterOptions o;
+  o.min_token_prob = 0.0;
+  std::vector<int32_t> out;
+  EXPECT_EQ(t.propose(std::vector<int32_t>{3}, 2, o, &out), 0);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(SuffixDrafter, LearnsFromTheRequestAndFromFinishedOutputs) {
+  SuffixDrafterOptions o;
+  o.min_token_prob = 0.0;
+  o.max_spec_factor = 4.0;
+  SuffixDrafter d(o);
+  std::vector<int32_t> out;
+  // Within a request: its own earlier tokens.
+  const std::vector<int32_t> a = {10, 11, 12, 13, 14, 10, 11};
+  d.propose(1, a, 3, 3, &out);
+  EXPECT_EQ(out, (std::vector<int32_t>{12, 13, 14}));
+  EXPECT_EQ(d.num_live_requests(), 1u);
+  // Request 1 ends having output 20 21 22 23; a new request whose context
+  // ends in "20 21" is offered what followed.
+  d.finish(1, std::vector<int32_t>{1, 2, 3, 20, 21, 22, 23}, 3);
+  EXPECT_EQ(d.num_live_requests(), 0u);
+  out.clear();
+  d.propose(2, std::vector<int32_t>{7, 8, 20, 21}, 2, 2, &out);
+  EXPECT_EQ(out, (std::vector<int32_t>{22, 23}));
+  // The prompt of a finished request is not remembered.
+  d.finish(2, std::vector<int32_t>{7, 8, 20, 21}, 4);
+  out.clear();
+  d.propose(3, std::vector<int32_t>{1, 2}, 2, 2, &out);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(SuffixDrafter, GlobalTreeStaysBounded) {
+  SuffixDrafterOptions o;
+  o.max_cached_requests = 4;
+  SuffixDrafter d(o);
+  for (uint64_t r = 0; r < 50; ++r) {
+    std::vector<int32_t> tokens = {1, static_cast<int32_t>(r), static_cast<int32_t>(r + 1)};
+    d.finish(r, tokens, 1);
+  }
+  // Still works after rebuilds: the latest output is remembered.
+  std::vector<int32_t> out;
+  o.min_token_prob = 0.0;
+  d.propose(99, std::vector<int32_t>{49}, 1, 1, &out);
+  EXPECT_EQ(out, (std::vector<int32_t>{50}));
+}
+
+}  // namespace
+}  // namespace strata
