@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
@@ -31,6 +32,29 @@ int64_t env_int(const char* name, int64_t fallback) {
   return end != nullptr && *end == '\0' ? n : fallback;
 }
 
+// Posts to the I/O thread from other threads (the engine's: chunk sinks and
+// stream listeners) for as long as the server lives. A request stream's
+// listener cannot be removed and may fire after the server is gone (the
+// engine finishes an aborted request later): it posts through this gate,
+// which the server closes first thing in its destructor.
+class PostGate {
+ public:
+  explicit PostGate(asio::io_context& io) : io_(&io) {}
+  template <typename F>
+  void post(F&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (io_ != nullptr) asio::post(*io_, std::forward<F>(f));
+  }
+  void close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    io_ = nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  asio::io_context* io_;
+};
+
 }  // namespace
 
 class KvTransferServer::Impl {
@@ -43,6 +67,7 @@ class KvTransferServer::Impl {
         metrics(metrics),
         acceptor(io),
         guard(asio::make_work_guard(io)),
+        gate(std::make_shared<PostGate>(io)),
         corrupt_chunk(env_int("STRATA_TEST_KV_CORRUPT_CHUNK", -1)),
         chunk_delay_ms(env_int("STRATA_TEST_KV_CHUNK_DELAY_MS", 0)) {}
 
@@ -55,6 +80,7 @@ class KvTransferServer::Impl {
   asio::io_context io;
   tcp::acceptor acceptor;
   asio::executor_work_guard<asio::io_context::executor_type> guard;
+  std::shared_ptr<PostGate> gate;
   std::set<std::shared_ptr<Session>> sessions;  // I/O thread only
   std::thread thread;
   uint16_t port = 0;
@@ -151,10 +177,10 @@ class KvTransferServer::Impl::Session : public std::enable_shared_from_this<Sess
     queue_.push_back(Frame{std::vector<uint8_t>(rh.begin(), rh.end()), nullptr});
 
     std::weak_ptr<Session> weak = weak_from_this();
-    asio::io_context& io = server_.io;
+    std::shared_ptr<PostGate> gate = server_.gate;
     subscription_ = pub.subscribe(std::move(keys), ask->first_chunk,
-                                  [weak, &io](int32_t index, KvChunkHandle chunk) {
-                                    asio::post(io, [weak, index, chunk = std::move(chunk)] {
+                                  [weak, gate](int32_t index, KvChunkHandle chunk) {
+                                    gate->post([weak, index, chunk = std::move(chunk)] {
                                       if (auto s = weak.lock()) s->on_chunk(index, chunk);
                                     });
                                   });
@@ -171,8 +197,8 @@ class KvTransferServer::Impl::Session : public std::enable_shared_from_this<Sess
       is_engine_done_ = true;
     } else {
       stream_ = *stream;
-      stream_->set_listener([weak, &io] {
-        asio::post(io, [weak] {
+      stream_->set_listener([weak, gate] {
+        gate->post([weak] {
           if (auto s = weak.lock()) s->on_engine_event();
         });
       });
@@ -322,6 +348,7 @@ KvTransferServer::KvTransferServer(std::unique_ptr<Impl> impl) : impl_(std::move
 
 KvTransferServer::~KvTransferServer() {
   Impl* p = impl_.get();
+  p->gate->close();
   asio::post(p->io, [p] {
     p->close_all();
     p->guard.reset();

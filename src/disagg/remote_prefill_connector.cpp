@@ -374,6 +374,9 @@ Result<std::unique_ptr<RemotePrefillConnector>> RemotePrefillConnector::create(
     }
     PeerState p;
     p.host = peer.substr(0, colon);
+    if (p.host.size() > 2 && p.host.front() == '[' && p.host.back() == ']') {
+      p.host = p.host.substr(1, p.host.size() - 2);  // [::1]:9001
+    }
     p.port = port;
     peers.push_back(std::move(p));
   }

@@ -182,7 +182,7 @@ test('a prefill worker SIGKILLed mid-transfer, then restarted', async () => {
 test('a prefill worker SIGSTOPped past the deadline', async () => {
   const ref = await both();
   const p = await prefill();
-  const d = await decode(p, [], '0.3');
+  const d = await decode(p, [], '1');
   // One remote prefill first, so the rates are measured.
   const warm = tokens(100, 60);
   assert.equal(text(await complete(d.url, warm)), text(await complete(ref.url, warm)));

@@ -284,3 +284,32 @@ TEST(RemotePrefill, AbortWhileLoadingClosesBothEnds) {
 
 }  // namespace
 }  // namespace strata::disagg
+
+namespace strata::disagg {
+namespace {
+
+TEST(RemotePrefill, BadPeersAreFlagErrors) {
+  STRATA_REQUIRE_MODEL();
+  for (const char* peer : {"nohost", "h:", ":9001", "h:99999", "h:0", "h:abc", "h:-1"}) {
+    RemotePrefillOptions ro;
+    ro.peers = {peer};
+    ro.chunk_tokens = kChunk;
+    Result<std::unique_ptr<RemotePrefillConnector>> c =
+        RemotePrefillConnector::create(*peaky_model().weights, 16, ro, nullptr, nullptr);
+    ASSERT_FALSE(c.is_ok()) << peer;
+    EXPECT_NE(c.status().message().find("--prefill-peer"), std::string::npos)
+        << c.status().message();
+  }
+  RemotePrefillOptions ro;
+  ro.chunk_tokens = 24;  // not a multiple of the block size
+  ro.peers = {"127.0.0.1:9001"};
+  EXPECT_FALSE(
+      RemotePrefillConnector::create(*peaky_model().weights, 16, ro, nullptr, nullptr).is_ok());
+  ro.chunk_tokens = kChunk;
+  ro.peers = {"[::1]:9001"};
+  EXPECT_TRUE(
+      RemotePrefillConnector::create(*peaky_model().weights, 16, ro, nullptr, nullptr).is_ok());
+}
+
+}  // namespace
+}  // namespace strata::disagg
