@@ -7,8 +7,10 @@
 #   scripts/sanitize.sh thread [BUILD_DIR]    TSan over the threaded parts: the thread
 #                                             pool, the HTTP transport, the engine loop
 #                                             and inbox, the KV loader and tier writer,
-#                                             the event pump, the router, and the server
-#                                             end to end (make check-tsan)
+#                                             the event pump, the router, the KV
+#                                             transfer between prefill and decode
+#                                             workers, and the server end to end
+#                                             (make check-tsan)
 #
 # Any sanitizer report fails the run (halt_on_error / exitcode); TSan reads
 # its suppressions, third-party code only, from tsan.supp. Prints each stage's
@@ -32,7 +34,7 @@ if [ "$mode" = address ]; then
   cmake --build "$build" -j "$jobs"
 else
   cmake --build "$build" -j "$jobs" --target strata strata-mkmodel test_util test_engine test_kvtier test_http \
-    test_server test_router
+    test_server test_router test_disagg
 fi
 stage build "$t"
 
@@ -58,7 +60,7 @@ else
   # instrumented replica does not. TSan runs the suite ~5x slower: the e2e
   # tests' timeout is raised in instrumented builds (tests/CMakeLists.txt).
   # (The loop variable is not `t`: that holds the stage's start time.)
-  for bin in test_util test_http test_engine test_kvtier test_server test_router; do
+  for bin in test_util test_http test_engine test_kvtier test_server test_router test_disagg; do
     (cd "$root" && "$build/$bin" --gtest_brief=1)
   done
   ctest --output-on-failure -R '^server_e2e$'
