@@ -232,8 +232,8 @@ void ProcessGroup::fail(const std::string& line) {
 
 // Polls every request until all completed; names the first peer that has not
 // answered when the deadline passes or MPI reports an error. Spins first
-// (a peer inside a step answers within microseconds), then yields, then
-// sleeps, so an idle group costs no CPU.
+// (a peer inside a step answers within microseconds), then yields; the idle
+// wait (no deadline) then sleeps, so an idle group costs no CPU.
 static void wait_requests(ProcessGroup& group, std::vector<MPI_Request>& requests,
                           const std::vector<int>& peers, const char* what, double timeout_s,
                           double* comm_seconds) {
@@ -258,7 +258,10 @@ static void wait_requests(ProcessGroup& group, std::vector<MPI_Request>& request
       throw GroupFailure("the model-parallel group failed");
     }
     if (spins < 1000) continue;
-    if (spins < 20000) {
+    // Inside a step the peer is at most one layer behind: yield, never
+    // sleep (a sleep would add its latency to each of 2 x layers
+    // all-reduces). Only the idle wait for the next step sleeps.
+    if (timeout_s > 0 || spins < 20000) {
       sched_yield();
     } else {
       usleep(spins < 40000 ? 20 : 200);
