@@ -171,6 +171,8 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
   int64_t allocated_slots = 0;
   int64_t used_slots = 0;
   int64_t num_steps = 0;
+  double step_s = 0.0;
+  if (*group) (*group)->take_comm_seconds();  // start-up's exchanges are not the run's
   const SteadyTime::time_point t0 = SteadyTime::now();
   const double cpu0 = process_cpu_seconds();
   auto now_s = [&] { return std::chrono::duration<double>(SteadyTime::now() - t0).count(); };
@@ -187,6 +189,7 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
     }
     const StepStats step = core.step();
     ++num_steps;
+    step_s += step.seconds;
     allocated_slots += step.num_allocated_slots;
     used_slots += step.num_used_slots;
     if (step.num_prefill_tokens == 0 && step.num_sampled > 0) {
@@ -220,6 +223,7 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
   }
   const double elapsed_s = now_s();
   const double cpu_s = process_cpu_seconds() - cpu0;
+  const double comm_s = *group ? (*group)->take_comm_seconds() : 0.0;
 
   int64_t num_output_tokens = 0;
   std::vector<double> ttft_s;
@@ -283,6 +287,14 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
               percentile(ttft_s, 0.99));
   std::printf("ITL               median %.4f s, p99 %.4f s\n", percentile(itl_s, 0.5),
               percentile(itl_s, 0.99));
+  if (*group) {
+    // Rank 0's time inside exchanges: transfers plus waiting for the
+    // slowest peer.
+    std::printf("communication     %.1f%% of step time on rank 0 (%.3f of %.3f ms per step)\n",
+                step_s > 0 ? 100.0 * comm_s / step_s : 0.0,
+                1e3 * comm_s / static_cast<double>(std::max<int64_t>(1, num_steps)),
+                1e3 * step_s / static_cast<double>(std::max<int64_t>(1, num_steps)));
+  }
   std::printf("prefix cache      %.1f%% of prompt tokens hit\n", 100.0 * hit_rate);
   std::printf("preemptions       %lld\n", static_cast<long long>(sched.num_preemptions));
   std::printf("KV waste          %.2f%% of allocated slots unused (%d blocks of %d)\n",

@@ -28,6 +28,14 @@ Result<std::unique_ptr<ProcessGroup>> start_parallel(const ParallelOptions& opti
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
   }
+  if (group != nullptr && group->layout().is_driver()) {
+    std::fprintf(stderr, "[parallel] tensor %d x pipeline %d over %d ranks\n",
+                 group->layout().tensor_parallel_size, group->layout().pipeline_parallel_size,
+                 group->size());
+    for (const std::string& line : group->placement_lines()) {
+      std::fprintf(stderr, "[parallel] %s\n", line.c_str());
+    }
+  }
   return group;
 }
 

@@ -20,7 +20,8 @@ namespace strata::cli {
 
 void add_parallel_flags(CLI::App* app, ParallelOptions* options);
 
-// The group (null: one process). Workers ignore SIGTERM/SIGINT from here on:
+// The group (null: one process); rank 0 prints the layout and every rank's
+// placement. Workers ignore SIGTERM/SIGINT from here on:
 // mpirun forwards them to every rank, and a worker leaves when rank 0 tells
 // it to (after its drain), not before.
 Result<std::unique_ptr<ProcessGroup>> start_parallel(const ParallelOptions& options);

@@ -168,10 +168,14 @@ Status ModelWeights::shard(const ParallelLayout& layout) {
     }
     l.ffn_gate = row_slice(l.ffn_gate, s * ffn, (s + 1) * ffn);
     l.ffn_up = row_slice(l.ffn_up, s * ffn, (s + 1) * ffn);
-    column_shards_.emplace_back();
-    l.attn_output = column_slice(l.attn_output, s * q_dim, (s + 1) * q_dim, &column_shards_.back());
-    column_shards_.emplace_back();
-    l.ffn_down = column_slice(l.ffn_down, s * ffn, (s + 1) * ffn, &column_shards_.back());
+    // A column slice reads every page of its weight (rows are shorter than
+    // a page); the copy is all that stays resident.
+    for (const auto& [w, cols] : {std::pair{&l.attn_output, q_dim}, std::pair{&l.ffn_down, ffn}}) {
+      const WeightView whole = *w;
+      column_shards_.emplace_back();
+      *w = column_slice(whole, s * cols, (s + 1) * cols, &column_shards_.back());
+      file_->release_pages(whole.data, whole.row_bytes * static_cast<size_t>(whole.rows));
+    }
   }
   layout.shard_range(c.vocab_size, &vocab_begin_, &vocab_end_);
   output_ = row_slice(output_, vocab_begin_, vocab_end_);

@@ -25,6 +25,7 @@ constexpr int kTagPointToPoint = 30;
 constexpr int kTagBeat = 40;
 constexpr auto kBeatInterval = std::chrono::milliseconds(200);
 constexpr int kHostChars = 64;
+constexpr int kPlacementChars = 160;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -103,6 +104,8 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::create(const ParallelOptions
   if (launched == 1 && layout.world_size() == 1) return std::unique_ptr<ProcessGroup>();
   STRATA_RETURN_IF_ERROR(layout.validate(launched));
 
+  // Bind first: MPI's progress threads and every later thread inherit it.
+  const Placement placement = place_process(env_int("OMPI_COMM_WORLD_LOCAL_RANK"));
   int provided = 0;
   if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
     return internal_error("parallel: MPI_Init_thread failed");
@@ -127,21 +130,26 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::create(const ParallelOptions
   MPI_Comm_dup(MPI_COMM_WORLD, &group->mpi_->beat_comm);
   MPI_Comm_set_errhandler(group->mpi_->comm, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(group->mpi_->beat_comm, MPI_ERRORS_RETURN);
-  STRATA_RETURN_IF_ERROR(group->init_peers());
+  STRATA_RETURN_IF_ERROR(group->init_peers(placement));
   group->heartbeat_ = std::thread([g = group.get()] { g->heartbeat_loop(); });
   return group;
 }
 
-Status ProcessGroup::init_peers() {
+Status ProcessGroup::init_peers(const Placement& placement) {
   const int n = size();
   std::vector<int> pids(n, 0);
   const int pid = static_cast<int>(getpid());
   char host[kHostChars] = {};
   gethostname(host, sizeof(host) - 1);
   std::vector<char> hosts(static_cast<size_t>(n) * kHostChars, '\0');
+  char where[kPlacementChars] = {};
+  std::snprintf(where, sizeof(where), "%s", placement.description.c_str());
+  std::vector<char> places(static_cast<size_t>(n) * kPlacementChars, '\0');
   if (MPI_Allgather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, mpi_->comm) != MPI_SUCCESS ||
       MPI_Allgather(host, kHostChars, MPI_CHAR, hosts.data(), kHostChars, MPI_CHAR, mpi_->comm) !=
-          MPI_SUCCESS) {
+          MPI_SUCCESS ||
+      MPI_Allgather(where, kPlacementChars, MPI_CHAR, places.data(), kPlacementChars, MPI_CHAR,
+                    mpi_->comm) != MPI_SUCCESS) {
     return internal_error("parallel: exchanging rank identities failed");
   }
   peers_.resize(n);
@@ -149,6 +157,8 @@ Status ProcessGroup::init_peers() {
     peers_[r].pid = pids[r];
     const char* h = hosts.data() + static_cast<size_t>(r) * kHostChars;
     peers_[r].host.assign(h, strnlen(h, kHostChars - 1));
+    const char* w = places.data() + static_cast<size_t>(r) * kPlacementChars;
+    peers_[r].placement.assign(w, strnlen(w, kPlacementChars - 1));
   }
   return Status::ok();
 }
@@ -178,6 +188,17 @@ std::string ProcessGroup::describe_rank(int rank) const {
   if (rank < 0 || rank >= static_cast<int>(peers_.size())) return "rank " + std::to_string(rank);
   return "rank " + std::to_string(rank) + " (pid " + std::to_string(peers_[rank].pid) + " on " +
          peers_[rank].host + ")";
+}
+
+std::vector<std::string> ProcessGroup::placement_lines() const {
+  std::vector<std::string> lines;
+  for (int r = 0; r < static_cast<int>(peers_.size()); ++r) {
+    ParallelLayout of = layout_;
+    of.rank = r;
+    lines.push_back(describe_rank(r) + ", shard " + std::to_string(of.tp_rank()) + " of stage " +
+                    std::to_string(of.pp_rank()) + ": " + peers_[r].placement);
+  }
+  return lines;
 }
 
 void ProcessGroup::set_fault_hook(std::function<void()> hook) {
@@ -211,8 +232,8 @@ void ProcessGroup::fail(const std::string& line) {
 
 // Polls every request until all completed; names the first peer that has not
 // answered when the deadline passes or MPI reports an error. Spins first
-// (a peer inside a step answers within microseconds), then yields, then
-// sleeps, so an idle group costs no CPU.
+// (a peer inside a step answers within microseconds), then yields; the idle
+// wait (no deadline) then sleeps, so an idle group costs no CPU.
 static void wait_requests(ProcessGroup& group, std::vector<MPI_Request>& requests,
                           const std::vector<int>& peers, const char* what, double timeout_s,
                           double* comm_seconds) {
@@ -237,7 +258,10 @@ static void wait_requests(ProcessGroup& group, std::vector<MPI_Request>& request
       throw GroupFailure("the model-parallel group failed");
     }
     if (spins < 1000) continue;
-    if (spins < 20000) {
+    // Inside a step the peer is at most one layer behind: yield, never
+    // sleep (a sleep would add its latency to each of 2 x layers
+    // all-reduces). Only the idle wait for the next step sleeps.
+    if (timeout_s > 0 || spins < 20000) {
       sched_yield();
     } else {
       usleep(spins < 40000 ? 20 : 200);

@@ -26,6 +26,9 @@
 // sums and adds them in rank order on every rank, so all ranks hold the same
 // bits whatever the timing.
 //
+// Placement: before MPI starts its threads, each rank binds itself to a
+// NUMA domain of its host when there are several (parallel/placement.h).
+//
 // Thread-safety: the collectives and messages are for one thread (the
 // engine thread on rank 0, the worker loop elsewhere); the heartbeat runs
 // on its own thread (MPI_THREAD_MULTIPLE).
@@ -42,6 +45,7 @@
 #include <vector>
 
 #include "parallel/parallel_layout.h"
+#include "parallel/placement.h"
 #include "util/status.h"
 
 namespace strata {
@@ -136,16 +140,20 @@ class ProcessGroup {
 
   // "rank 1 (pid 4242 on host)".
   std::string describe_rank(int rank) const;
+  // One line per rank: its host, pid and placement (printed by rank 0 at
+  // start-up).
+  std::vector<std::string> placement_lines() const;
 
  private:
   struct Peer {
     int pid = 0;
     std::string host;
+    std::string placement;  // Placement::description
   };
   struct Mpi;  // the communicators and pending requests (mpi.h stays out of this header)
 
   ProcessGroup(const ParallelOptions& options, ParallelLayout layout);
-  Status init_peers();
+  Status init_peers(const Placement& placement);
   void heartbeat_loop();
 
   ParallelOptions options_;

@@ -38,6 +38,12 @@ ModelRunner::ModelRunner(const ModelWeights& weights, KvStorage& kv, ThreadPool&
       std::memcpy(bytes.data(), hello, sizeof(hello));
       try {
         group->broadcast_control(ControlKind::kHello, bytes);
+        // Every rank has its pool and runner before the first step (a step
+        // would otherwise wait for a peer still repacking its weights).
+        for (int r = 1; r < group->size(); ++r) {
+          int32_t ready = 0;
+          group->recv(r, &ready, sizeof(ready), "the workers' start-up");
+        }
       } catch (const GroupFailure&) {
         // The process is exiting; forward() will say so.
       }

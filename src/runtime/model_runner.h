@@ -21,7 +21,8 @@
 // its vocabulary rows and rank 0 gathers them into logits_out. The other
 // ranks call forward() from the worker loop (runtime/model_worker.h) with
 // logits_out null. Rank 0's constructor tells the workers the pool's size
-// (ControlKind::kHello) so every rank's KV pool has the same blocks.
+// (ControlKind::kHello) so every rank's KV pool has the same blocks, and
+// waits until every worker has built its runner.
 #pragma once
 
 #include <cstdint>

@@ -40,6 +40,8 @@ Status run_model_worker(const ModelWeights& weights, int num_threads) {
           group->fail("this rank cannot allocate its KV pool: " + storage.status().message());
         kv = std::make_unique<KvStorage>(std::move(*storage));
         runner = std::make_unique<ModelRunner>(weights, *kv, pool, hello[2]);
+        const int32_t ready = 1;
+        group->send(0, &ready, sizeof(ready), "the start-up");
         break;
       }
       case ControlKind::kForward: {

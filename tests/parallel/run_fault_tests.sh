@@ -34,6 +34,7 @@ fail() { echo "FAIL: $*"; num_failed=$((num_failed + 1)); }
 # (by OMPI_COMM_WORLD_RANK) and port.
 start() {
   local log=$1
+  : > "$log"
   mpirun -np 2 "$strata" serve -m "$model" --port 0 -t 1 --tensor-parallel-size 2 \
     > "$log" 2>&1 &
   mpirun_pid=$!
