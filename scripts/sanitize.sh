@@ -63,6 +63,9 @@ else
   for bin in test_util test_http test_engine test_kvtier test_server test_router test_disagg; do
     (cd "$root" && "$build/$bin" --gtest_brief=1)
   done
-  ctest --output-on-failure -R '^server_e2e$'
+  # The tiered-cache e2e file (4,000-token prefills, ~2.5 of its ~6 minutes
+  # here) stays out: its tier threads run under TSan in test_kvtier and
+  # test_engine above; make check runs it under ASan.
+  STRATA_E2E_SKIP_FILES="kv_tier.test.mjs" ctest --output-on-failure -R '^server_e2e$'
 fi
 stage tests "$t"
