@@ -14,6 +14,7 @@
 #include "disagg/kv_transfer_protocol.h"
 #include "kvtier/chunk_codec.h"
 #include "kvtier/chunk_io.h"
+#include "kvtier/chunk_run.h"
 
 namespace strata::disagg {
 
@@ -537,28 +538,12 @@ int64_t RemotePrefillConnector::load_blocks(uint64_t load_id, int64_t first_bloc
   if (it == loads_.end()) return 0;
   const Load load = std::move(it->second);
   loads_.erase(it);
-  const int64_t end_block = first_block + static_cast<int64_t>(block_ids.size());
-  std::vector<int32_t> ids(static_cast<size_t>(blocks_per_chunk_));
-  int64_t num_written = 0;
-  for (size_t j = 0; j < load.chunks.size(); ++j) {
-    const int64_t chunk_first = (load.first_chunk + static_cast<int64_t>(j)) * blocks_per_chunk_;
-    if (chunk_first + blocks_per_chunk_ <= first_block) continue;
-    if (chunk_first >= end_block) break;
-    int64_t n = 0;
-    for (int64_t b = 0; b < blocks_per_chunk_; ++b) {
-      const int64_t logical = chunk_first + b;
-      const bool wanted = logical >= first_block && logical < end_block;
-      ids[static_cast<size_t>(b)] =
-          wanted ? block_ids[static_cast<size_t>(logical - first_block)] : -1;
-      n += wanted ? 1 : 0;
-    }
-    if (Status s = scatter_chunk_payload(storage, load.chunks[j]->payload, ids); !s) {
-      std::fprintf(stderr, "[kv-transfer] chunk not written: %s\n", s.message().c_str());
-      break;
-    }
-    num_written += n;
+  const ChunkRunWrite w = write_chunk_run(storage, load.chunks, load.first_chunk, blocks_per_chunk_,
+                                          first_block, block_ids);
+  if (!w.status) {
+    std::fprintf(stderr, "[kv-transfer] chunk not written: %s\n", w.status.message().c_str());
   }
-  return num_written;
+  return w.num_blocks;
 }
 
 }  // namespace strata::disagg

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kvtier/chunk_io.h"
+#include "kvtier/chunk_run.h"
 
 namespace strata {
 namespace {
@@ -155,35 +156,19 @@ int64_t TieredKvConnector::load_blocks(uint64_t load_id, int64_t first_block,
   if (it == loads_.end()) return 0;
   const Load load = std::move(it->second);
   loads_.erase(it);
-  const int64_t end_block = first_block + static_cast<int64_t>(block_ids.size());
-  std::vector<int32_t> ids(static_cast<size_t>(blocks_per_chunk_));
-  int64_t num_written = 0;
-  for (size_t j = 0; j < load.found.chunks.size(); ++j) {
-    const int64_t chunk = load.first_chunk + static_cast<int64_t>(j);
-    const int64_t chunk_first = chunk * blocks_per_chunk_;
-    if (chunk_first + blocks_per_chunk_ <= first_block) continue;
-    if (chunk_first >= end_block) break;
-    int64_t n = 0;
-    for (int64_t b = 0; b < blocks_per_chunk_; ++b) {
-      const int64_t logical = chunk_first + b;
-      const bool wanted = logical >= first_block && logical < end_block;
-      ids[static_cast<size_t>(b)] =
-          wanted ? block_ids[static_cast<size_t>(logical - first_block)] : -1;
-      n += wanted ? 1 : 0;
-    }
-    if (Status s = scatter_chunk_payload(storage, load.found.chunks[j]->payload, ids); !s) {
-      std::fprintf(stderr, "[kv] chunk %s not loaded: %s\n", load.keys[j].hex().c_str(),
-                   s.message().c_str());
-      break;
-    }
-    num_written += n;
-    if (metrics_ != nullptr) {
-      metrics_->add_prompt_tokens_cached(
-          std::string(tiers_->tier_name(static_cast<size_t>(load.found.tier_index[j]))),
-          n * block_size_);
-    }
+  const ChunkRunWrite w = write_chunk_run(
+      storage, load.found.chunks, load.first_chunk, blocks_per_chunk_, first_block, block_ids,
+      [&](size_t j, int64_t n) {
+        if (metrics_ == nullptr) return;
+        metrics_->add_prompt_tokens_cached(
+            std::string(tiers_->tier_name(static_cast<size_t>(load.found.tier_index[j]))),
+            n * block_size_);
+      });
+  if (!w.status) {
+    std::fprintf(stderr, "[kv] chunk %s not loaded: %s\n", load.keys[w.failed_chunk].hex().c_str(),
+                 w.status.message().c_str());
   }
-  return num_written;
+  return w.num_blocks;
 }
 
 std::vector<KvSourceProbe> TieredKvConnector::probe(std::span<const BlockHash> block_hashes) {
