@@ -155,15 +155,21 @@ EngineOptions redis_options(const std::string& url) {
   return o;
 }
 
-// Serves fresh prompts on `core` until one reaches Redis (the tier was
-// bypassed and comes back after its backoff); returns that prompt.
+// Serves fresh prompts on `core` until one reaches Redis whole (the tier was
+// bypassed and comes back after its backoff); returns that prompt. A prompt
+// whose first chunks were dropped while the tier was still bypassed and
+// whose later ones were stored does not count: nothing of it loads.
 std::optional<GenerationRequest> serve_until_stored(EngineCore& core, uint32_t seed) {
   for (int i = 0; i < 100; ++i) {
     GenerationRequest p = document_request(seed + static_cast<uint32_t>(i));
+    // Every full chunk of the KV it computes: the prompt and all outputs
+    // but the last sampled one.
+    const int64_t num_computed = std::ssize(p.prompt_tokens) + p.max_tokens - 1;
+    const int64_t whole = num_computed / kChunkTokens * static_cast<int64_t>(chunk_payload_bytes());
     const int64_t before = tier_stats(core, "redis").bytes_written;
     serve_all(core, {p});
     core.flush_kv_connector();
-    if (tier_stats(core, "redis").bytes_written > before) return p;
+    if (tier_stats(core, "redis").bytes_written - before == whole) return p;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return std::nullopt;
