@@ -12,12 +12,16 @@ void add_disagg_flags(CLI::App* app, DisaggFlags* f) {
       ->capture_default_str()
       ->check(CLI::IsMember({"both", "prefill", "decode"}));
   app->add_option("--kv-transfer-host", f->options.transfer.host,
-                  "--role prefill: address of the KV transfer channel")
+                  "--role prefill (or a decode worker with --kv-transfer-port): address of the KV "
+                  "transfer channel")
       ->capture_default_str();
   app->add_option("--kv-transfer-port", f->options.transfer.port,
-                  "--role prefill: port of the KV transfer channel; 0 = any free port")
+                  "--role prefill: port of the KV transfer channel; 0 = any free port. "
+                  "--role decode: serve this worker's KV there too, so its running requests "
+                  "can migrate when it is drained (POST /strata/v1/drain)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
+      ->check(CLI::Range(0, 65535))
+      ->each([f](const std::string&) { f->options.decode_serves_kv = true; });
   app->add_option("--prefill-peer", f->options.remote.peers,
                   "--role decode: a prefill worker's KV transfer channel, HOST:PORT (repeatable)");
   app->add_option("--remote-prefill", f->remote_prefill,

@@ -35,7 +35,6 @@ double ewma(double old_value, double sample) {
 
 }  // namespace
 
-// A prefill worker as this decode worker has measured it.
 struct PeerState {
   std::string host;
   std::string port;
@@ -46,6 +45,9 @@ struct PeerState {
   int32_t num_in_flight = 0;
   int32_t num_failures = 0;  // consecutive
   Clock::time_point backoff_until{};
+  // Not a prefill peer: a migrated request's sender, asked only for the KV
+  // of the requests it handed over.
+  bool is_sender_only = false;
 };
 
 // What a finished transfer hands to poll_loads().
@@ -354,32 +356,42 @@ void RemotePrefillConnector::Impl::finish(Transfer& t, std::optional<TransferFau
   if (wake) wake();
 }
 
+namespace {
+
+Result<PeerState> parse_peer(const std::string& peer) {
+  const size_t colon = peer.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == peer.size()) {
+    return invalid_argument("'" + peer + "': expected HOST:PORT");
+  }
+  const std::string port = peer.substr(colon + 1);
+  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 ||
+      std::stoi(port) > 65535 || std::stoi(port) == 0) {
+    return invalid_argument("'" + peer + "': bad port");
+  }
+  PeerState p;
+  p.host = peer.substr(0, colon);
+  if (p.host.size() > 2 && p.host.front() == '[' && p.host.back() == ']') {
+    p.host = p.host.substr(1, p.host.size() - 2);  // [::1]:9001
+  }
+  p.port = port;
+  return p;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<RemotePrefillConnector>> RemotePrefillConnector::create(
     const ModelWeights& weights, int32_t block_size, const RemotePrefillOptions& options,
     const Metrics* engine_metrics, DisaggMetrics* metrics) {
-  if (options.peers.empty())
+  if (options.peers.empty() && !options.allow_no_peers)
     return invalid_argument("--role decode needs --prefill-peer HOST:PORT");
   if (options.chunk_tokens <= 0 || options.chunk_tokens % block_size != 0) {
     return invalid_argument("--kv-chunk-tokens must be a positive multiple of --block-size");
   }
   std::vector<PeerState> peers;
   for (const std::string& peer : options.peers) {
-    const size_t colon = peer.rfind(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == peer.size()) {
-      return invalid_argument("--prefill-peer '" + peer + "': expected HOST:PORT");
-    }
-    const std::string port = peer.substr(colon + 1);
-    if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 ||
-        std::stoi(port) > 65535 || std::stoi(port) == 0) {
-      return invalid_argument("--prefill-peer '" + peer + "': bad port");
-    }
-    PeerState p;
-    p.host = peer.substr(0, colon);
-    if (p.host.size() > 2 && p.host.front() == '[' && p.host.back() == ']') {
-      p.host = p.host.substr(1, p.host.size() - 2);  // [::1]:9001
-    }
-    p.port = port;
-    peers.push_back(std::move(p));
+    Result<PeerState> p = parse_peer(peer);
+    if (!p) return invalid_argument("--prefill-peer " + p.status().message());
+    peers.push_back(std::move(*p));
   }
   const ModelConfig& config = weights.config();
   const ModelFingerprint fp =
@@ -433,13 +445,30 @@ int64_t RemotePrefillConnector::start_load(const KvLoadQuery& q) {
     if (tps > 0.0) rates.local_s_per_token = 1.0 / tps;
   }
   std::optional<size_t> peer;
+  // A migrated request's KV is at its sender's, and nowhere else.
+  const bool is_forced = !q.peer.empty();
+  Result<PeerState> forced = is_forced ? parse_peer(std::string(q.peer)) : PeerState{};
+  if (!forced) {
+    std::fprintf(stderr, "[kv-transfer] migrated request's peer %s\n",
+                 forced.status().message().c_str());
+    return 0;
+  }
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     const Clock::time_point now = Clock::now();
     for (size_t i = 0; i < impl_->peers.size(); ++i) {
       const PeerState& p = impl_->peers[i];
-      if (p.backoff_until > now) continue;
+      if (is_forced) {
+        if (p.host == forced->host && p.port == forced->port) peer = i;
+        continue;
+      }
+      if (p.is_sender_only || p.backoff_until > now) continue;
       if (!peer || p.num_in_flight < impl_->peers[*peer].num_in_flight) peer = i;
+    }
+    if (is_forced && !peer) {
+      forced->is_sender_only = true;
+      impl_->peers.push_back(std::move(*forced));
+      peer = impl_->peers.size() - 1;
     }
     if (peer) {
       const PeerState& p = impl_->peers[*peer];
@@ -449,7 +478,8 @@ int64_t RemotePrefillConnector::start_load(const KvLoadQuery& q) {
       rates.rtt_s = p.rtt_s;
     }
   }
-  const bool remote = peer && prefer_remote(options_.policy, rates, num_remote_tokens, kv_bytes);
+  const bool remote =
+      peer && (is_forced || prefer_remote(options_.policy, rates, num_remote_tokens, kv_bytes));
   if (metrics_) metrics_->add_decision(remote);
   if (!remote) return 0;
 

@@ -22,6 +22,10 @@
 // consecutive failure (0.25 s .. 5 s), so a dead prefill worker costs one
 // failed connect per back-off, and a restarted one is used again.
 //
+// Migration: a load whose query names a peer (a migrated request's sender,
+// which holds its KV) goes to that peer, always remote and outside the
+// back-off (the KV exists nowhere else); it is verified the same way.
+//
 // Engine thread for the KvConnector calls; one I/O thread of its own runs
 // the transfers and calls the wakeup.
 #pragma once
@@ -52,6 +56,10 @@ struct RemotePrefillOptions {
   // The deadline never goes below this (a loopback round trip and a step of
   // a busy prefill worker).
   double min_deadline_s = 0.5;
+  // Migration (docs/disagg.md): a decode worker without prefill peers still
+  // loads migrated requests' KV from the worker that ran them (the load's
+  // KvLoadQuery::peer); other prompts are then all computed locally.
+  bool allow_no_peers = false;
 };
 
 class RemotePrefillConnector final : public KvConnector {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "disagg/decode_connector.h"
 #include "disagg/kv_publisher.h"
 
 namespace strata::disagg {
@@ -42,9 +43,14 @@ Result<std::unique_ptr<WorkerRoleSetup>> WorkerRoleSetup::create(
       return invalid_argument("--kv-chunk-tokens must be a positive multiple of --block-size");
     }
   }
-  if (options.role == WorkerRole::kDecode && options.remote.peers.empty()) {
-    return invalid_argument("--role decode needs --prefill-peer HOST:PORT (repeatable)");
+  if (options.role == WorkerRole::kDecode && options.remote.peers.empty() &&
+      !options.decode_serves_kv) {
+    return invalid_argument(
+        "--role decode needs --prefill-peer HOST:PORT (repeatable) or --kv-transfer-port "
+        "(a migration-only decode worker)");
   }
+  if (options.role != WorkerRole::kDecode) options.decode_serves_kv = false;
+  options.remote.allow_no_peers = options.decode_serves_kv;
   if (options.role != WorkerRole::kDecode && !options.remote.peers.empty()) {
     return invalid_argument("--prefill-peer is for --role decode");
   }
@@ -79,18 +85,34 @@ KvConnectorFactory WorkerRoleSetup::connector_factory() {
         STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RemotePrefillConnector> c,
                                 RemotePrefillConnector::create(weights_, engine_options_.block_size,
                                                                options_.remote, &m, &metrics_));
-        return std::unique_ptr<KvConnector>(std::move(c));
+        if (!options_.decode_serves_kv) return std::unique_ptr<KvConnector>(std::move(c));
+        const int32_t chunk = engine_options_.kv_tiers.chunk_tokens;
+        const ModelFingerprint fp = compute_model_fingerprint(weights_.file(), weights_.config(),
+                                                              engine_options_.block_size, chunk);
+        auto p = std::make_unique<KvPublisher>(fp, engine_options_.block_size, chunk);
+        publisher_ = p.get();
+        return std::unique_ptr<KvConnector>(
+            std::make_unique<DecodeConnector>(std::move(c), std::move(p)));
       };
   }
   return {};
 }
 
 Status WorkerRoleSetup::start(Engine& engine) {
-  if (options_.role != WorkerRole::kPrefill) return Status::ok();
-  if (publisher_ == nullptr) return Status(StatusCode::kInternal, "prefill role: no publisher");
+  const bool serves = options_.role == WorkerRole::kPrefill ||
+                      (options_.role == WorkerRole::kDecode && options_.decode_serves_kv);
+  if (!serves) return Status::ok();
+  if (publisher_ == nullptr) return Status(StatusCode::kInternal, "worker role: no publisher");
   STRATA_ASSIGN_OR_RETURN(
       server_, KvTransferServer::start(engine, *publisher_, &metrics_, options_.transfer));
   return Status::ok();
+}
+
+std::string WorkerRoleSetup::transfer_address() const {
+  if (!server_) return {};
+  const std::string& host = options_.transfer.host;
+  const bool is_v6 = host.find(':') != std::string::npos;
+  return (is_v6 ? "[" + host + "]" : host) + ":" + std::to_string(server_->port());
 }
 
 void WorkerRoleSetup::stop() {

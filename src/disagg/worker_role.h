@@ -5,7 +5,9 @@
 //            listens on --kv-transfer-host:--kv-transfer-port for decode
 //            workers' asks;
 //   decode   the engine's connector is a RemotePrefillConnector over the
-//            --prefill-peer channels.
+//            --prefill-peer channels; with --kv-transfer-port also a
+//            KvPublisher and a KvTransferServer (DecodeConnector), so its
+//            running requests can migrate (docs/disagg.md "Migration").
 // Either way the worker still serves the whole OpenAI API: a prefill worker
 // can generate, a decode worker prefills locally whenever that is cheaper.
 //
@@ -39,6 +41,11 @@ struct WorkerRoleOptions {
   WorkerRole role = WorkerRole::kBoth;
   KvTransferServerOptions transfer;  // prefill
   RemotePrefillOptions remote;       // decode (chunk_tokens is filled from the engine options)
+  // Decode: also run the KV transfer server (--kv-transfer-port given), so
+  // this worker's running requests can migrate to another decode worker
+  // (their KV is pulled from here by content). A decode worker that serves
+  // its KV needs no --prefill-peer: it can still receive migrated requests.
+  bool decode_serves_kv = false;
 };
 
 class WorkerRoleSetup {
@@ -55,6 +62,11 @@ class WorkerRoleSetup {
   Status start(Engine& engine);
   void stop();
   uint16_t transfer_port() const { return server_ ? server_->port() : 0; }
+  // HOST:PORT of this worker's KV transfer channel; empty when it has none.
+  std::string transfer_address() const;
+  // Whether this worker's requests can migrate (it serves their KV).
+  bool can_migrate() const { return server_ != nullptr && options_.role == WorkerRole::kDecode; }
+  DisaggMetrics& mutable_metrics() { return metrics_; }
   // Empty for --role both.
   std::string metrics_text(const std::string& model_name) const;
   const DisaggMetrics& metrics() const { return metrics_; }

@@ -79,6 +79,14 @@ void Engine::abort(StreamId stream_id) {
   cv_.notify_all();
 }
 
+void Engine::migrate(StreamId stream_id, std::string kv_peer) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.push_back(MigrateMessage{stream_id, std::move(kv_peer)});
+  }
+  cv_.notify_all();
+}
+
 void Engine::loop() {
   std::deque<Message> messages;
   bool was_idle_step = false;
@@ -99,8 +107,11 @@ void Engine::loop() {
     for (Message& m : messages) {
       if (auto* add = std::get_if<AddMessage>(&m)) {
         core_->admit(std::move(add->request), std::move(add->stream), add->arrival_ns);
+      } else if (auto* abort = std::get_if<AbortMessage>(&m)) {
+        core_->abort(abort->stream_id);
       } else {
-        core_->abort(std::get<AbortMessage>(m).stream_id);
+        const MigrateMessage& mm = std::get<MigrateMessage>(m);
+        core_->migrate(mm.stream_id, mm.kv_peer);
       }
     }
     messages.clear();

@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <variant>
 
@@ -66,6 +67,9 @@ class Engine {
   // Queues an abort of every choice of stream `stream_id`; unknown or
   // finished ids are ignored.
   void abort(StreamId stream_id);
+  // Queues EngineCore::migrate(stream_id, kv_peer): the stream then ends
+  // with its ResumeState set, or (a request that cannot move) runs on.
+  void migrate(StreamId stream_id, std::string kv_peer);
 
   // What this engine holds of a prompt whose full blocks have the chained
   // keys `block_hashes`, and its load (see PrefixProbe). Thread-safe; never
@@ -86,7 +90,11 @@ class Engine {
   struct AbortMessage {
     StreamId stream_id;
   };
-  using Message = std::variant<AddMessage, AbortMessage>;
+  struct MigrateMessage {
+    StreamId stream_id;
+    std::string kv_peer;
+  };
+  using Message = std::variant<AddMessage, AbortMessage, MigrateMessage>;
 
   Engine() = default;
   void loop();

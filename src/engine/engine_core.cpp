@@ -131,6 +131,7 @@ Result<std::shared_ptr<RequestStream>> EngineCore::add_request(GenerationRequest
 void EngineCore::admit(GenerationRequest request, std::shared_ptr<RequestStream> stream,
                        int64_t arrival_ns) {
   if (arrival_ns < 0) arrival_ns = clock_->now_ns();
+  if (request.resume) extend_resumed_prompt(request);
   if (connector_ && try_start_load(request, stream, arrival_ns)) return;
   admit_now(std::move(request), std::move(stream), arrival_ns, 0);
 }
@@ -140,6 +141,15 @@ void EngineCore::admit_now(GenerationRequest request, std::shared_ptr<RequestStr
   std::vector<int32_t> stop_ids = request.stop_token_ids;
   if (!request.ignore_eos) stop_ids.insert(stop_ids.end(), eog_ids_.begin(), eog_ids_.end());
   RequestId source_id = 0;
+  const int64_t num_resumed =
+      request.resume ? static_cast<int64_t>(request.resume->output_tokens.size()) : 0;
+  if (request.resume && (request.n != 1 || num_resumed >= request.max_tokens)) {
+    outputs_->finish_unadmitted(
+        *stream, request.n, static_cast<int64_t>(request.prompt_tokens.size()), arrival_ns,
+        FinishReason::kError, clock_->now_ns(),
+        invalid_argument("resume: needs n == 1 and fewer outputs than max_tokens"));
+    return;
+  }
   for (int32_t i = 0; i < request.n; ++i) {
     const RequestId id = next_request_id_++;
     ChoiceSpec c;
@@ -152,20 +162,27 @@ void EngineCore::admit_now(GenerationRequest request, std::shared_ptr<RequestStr
     c.include_stop_str_in_output = request.include_stop_str_in_output;
     c.skip_special_tokens = request.skip_special_tokens;
     c.arrival_ns = arrival_ns;
-    c.num_prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size());
+    c.num_prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size()) - num_resumed;
     c.num_connector_tokens = i == 0 ? num_connector_tokens : 0;
+    c.is_migratable = request.n == 1;
+    if (request.resume) c.resumed_output_tokens = request.resume->output_tokens;
     outputs_->add_choice(id, std::move(c));
     RequestSpec spec;
     spec.id = id;
     spec.prompt_tokens = request.prompt_tokens;
-    spec.max_tokens = request.max_tokens;
-    spec.min_tokens = request.min_tokens;
+    spec.max_tokens = request.max_tokens - static_cast<int32_t>(num_resumed);
+    spec.min_tokens = std::max<int32_t>(0, request.min_tokens - static_cast<int32_t>(num_resumed));
     spec.stop_token_ids = stop_ids;
     spec.priority = request.priority;
     spec.cache_salt = request.cache_salt;
     spec.prefix_source_id = source_id;
     spec.sampling = request.sampling;
     spec.sampling.seed = request.sampling.seed + static_cast<uint64_t>(i);
+    if (request.resume) {
+      spec.sampling.seed = request.resume->seed;
+      spec.sampling.resume_num_output_tokens = num_resumed;
+      spec.sampling.resume_rng_draws = request.resume->rng_draws;
+    }
     spec.grammar = request.grammar;
     if (Status s = scheduler_->add_request(std::move(spec)); !s) {
       outputs_->finish(id, FinishReason::kError, clock_->now_ns(), s);
@@ -278,8 +295,10 @@ bool EngineCore::try_start_load(GenerationRequest& request,
   std::vector<BlockHash> hashes =
       block_hashes_of(request.prompt_tokens, options_.block_size, request.cache_salt);
   const PrefixHit hit = kv_cache_->find_prefix(request.prompt_tokens, hashes);
-  const KvLoadQuery query{stream->id(), request.prompt_tokens, hashes, hit.num_tokens,
-                          request.cache_salt};
+  const std::string_view peer =
+      request.resume ? std::string_view(request.resume->kv_peer) : std::string_view();
+  const KvLoadQuery query{stream->id(),   request.prompt_tokens, hashes,
+                          hit.num_tokens, request.cache_salt,    peer};
   if (connector_->start_load(query) <= 0) return false;
   loads_.emplace(stream->id(),
                  PendingLoad{std::move(request), stream, arrival_ns, std::move(hashes)});
@@ -312,6 +331,44 @@ void EngineCore::save_kv(const StepPlan& plan, const ExecutedStep& executed) {
                        s.is_first_step(), s.num_computed_tokens};
     connector_->save(save, *kv_storage_);
   }
+}
+
+void EngineCore::extend_resumed_prompt(GenerationRequest& request) {
+  const std::vector<int32_t>& out = request.resume->output_tokens;
+  request.prompt_tokens.insert(request.prompt_tokens.end(), out.begin(), out.end());
+}
+
+bool EngineCore::migrate(StreamId stream_id, const std::string& kv_peer) {
+  const std::vector<RequestId> ids = outputs_->choices_of(stream_id);
+  if (ids.size() != 1) return false;
+  const RequestId id = ids[0];
+  const ChoiceSpec* c = outputs_->spec_of(id);
+  const Request* r = scheduler_->find(id);
+  if (c == nullptr || r == nullptr || !c->is_migratable) return false;
+  // The scheduler's prompt of a request that moved before has the earlier
+  // outputs as its tail.
+  const size_t num_prompt =
+      static_cast<size_t>(r->num_prompt_tokens) - c->resumed_output_tokens.size();
+  auto state = std::make_shared<ResumeState>();
+  state->prompt_tokens.assign(r->tokens.begin(),
+                              r->tokens.begin() + static_cast<std::ptrdiff_t>(num_prompt));
+  state->output_tokens.assign(r->tokens.begin() + static_cast<std::ptrdiff_t>(num_prompt),
+                              r->tokens.end());
+  state->seed = r->spec.sampling.seed;
+  const SequenceSampler* sampler = executor_->sampler_of(id);
+  state->rng_draws =
+      sampler != nullptr ? sampler->num_rng_draws() : r->spec.sampling.resume_rng_draws;
+  state->kv_peer = kv_peer;
+  std::shared_ptr<RequestStream> stream = c->stream;
+  // As abort(): blocks back (their full ones stay in the prefix cache, for
+  // the peer's pull) and gauges published before the final event.
+  scheduler_->finish_request(id, FinishReason::kAbort);
+  if (connector_) connector_->request_finished(id);
+  if (!scheduler_->has_unfinished_requests()) release_finished();
+  publish_state();
+  stream->set_resume_state(std::move(state));
+  outputs_->finish(id, FinishReason::kAbort, clock_->now_ns());
+  return true;
 }
 
 }  // namespace strata

@@ -115,6 +115,15 @@ class EngineCore {
   // Aborts everything (shutdown).
   void abort_all();
 
+  // Migration (engine/resume_state.h): ends the running request of stream
+  // `stream_id` at this step boundary and hands its ResumeState (kv_peer set
+  // to `kv_peer`) to the stream (RequestStream::resume_state) before its
+  // final kAbort event; its blocks go back into the prefix cache as any
+  // finished request's, so a peer can pull their KV by content. False (and
+  // nothing changes) for a request that cannot move: unknown, n > 1, or
+  // still loading KV; it then runs on.
+  bool migrate(StreamId stream_id, const std::string& kv_peer);
+
   // Runs one step (first admitting requests whose loads finished); does
   // nothing when no request can run.
   StepStats step();
@@ -156,6 +165,8 @@ class EngineCore {
   // just loaded by it.
   void admit_now(GenerationRequest request, std::shared_ptr<RequestStream> stream,
                  int64_t arrival_ns, int64_t num_connector_tokens);
+  // A resumed request's scheduler prompt: prompt + the outputs so far.
+  static void extend_resumed_prompt(GenerationRequest& request);
   // Starts a connector load for `request` when one could pay off.
   bool try_start_load(GenerationRequest& request, const std::shared_ptr<RequestStream>& stream,
                       int64_t arrival_ns);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/resume_state.h"
 #include "grammar/token_mask_cache.h"
 #include "sampler/sampler.h"
 
@@ -52,6 +53,11 @@ struct GenerationRequest {
   // the tokens the grammar forbids (end-of-generation until it may end), and
   // a choice whose grammar has ended finishes with kStop. Null: free text.
   std::shared_ptr<const TokenMaskCache> grammar;
+  // Migration: continue another engine's run of this request (n == 1).
+  // prompt_tokens must equal resume->prompt_tokens; max_tokens and
+  // min_tokens stay the request's own (they count the outputs already
+  // produced), and the events carry only the tokens after them.
+  std::shared_ptr<const ResumeState> resume;
 };
 
 }  // namespace strata

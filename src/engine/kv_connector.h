@@ -53,6 +53,9 @@ struct KvLoadQuery {
   // The request's cache salt (folded into block_hashes): a connector that
   // has another process compute the prompt must hash it the same way.
   std::string_view cache_salt;
+  // A migrated request: HOST:PORT of the worker that ran it, which holds
+  // its KV (ResumeState::kv_peer). Empty: the connector's own choice.
+  std::string_view peer;
 };
 
 // A load whose lookup finished.

@@ -20,8 +20,22 @@ OutputProcessor::OutputProcessor(const Tokenizer& tokenizer, Metrics* metrics,
 void OutputProcessor::add_choice(RequestId id, ChoiceSpec spec) {
   const StreamId stream_id = spec.stream->id();
   auto [it, inserted] = choices_.try_emplace(id, tokenizer_, std::move(spec));
-  it->second.usage.num_prompt_tokens = it->second.spec.num_prompt_tokens;
+  Choice& c = it->second;
+  c.usage.num_prompt_tokens = c.spec.num_prompt_tokens;
+  // Migration: bring the text state to where the other engine left it (what
+  // it held back is still held back here, and is emitted here).
+  const std::vector<int32_t>& resumed = c.spec.resumed_output_tokens;
+  for (size_t i = 0; i < resumed.size(); ++i) {
+    const bool can_match = static_cast<int64_t>(i + 1) >= c.spec.min_tokens;
+    (void)c.matcher.feed(c.detokenizer.push(resumed[i]), can_match);
+  }
+  c.usage.num_output_tokens = static_cast<int64_t>(resumed.size());
   stream_choices_[stream_id].push_back(id);
+}
+
+const ChoiceSpec* OutputProcessor::spec_of(RequestId id) const {
+  auto it = choices_.find(id);
+  return it == choices_.end() ? nullptr : &it->second.spec;
 }
 
 std::vector<StreamId> OutputProcessor::stream_ids() const {
@@ -80,13 +94,17 @@ bool OutputProcessor::handle_update(const RequestUpdate& u, const ExecutedStep& 
   auto it = choices_.find(u.request_id);
   if (it == choices_.end()) return false;
   Choice& c = it->second;
-  c.usage.num_prompt_tokens = u.num_prompt_tokens;
-  c.usage.num_output_tokens = u.num_output_tokens;
-  c.usage.num_cached_prompt_tokens = u.num_cached_prompt_tokens;
+  // A resumed choice's scheduler request has the earlier outputs as its
+  // prompt's tail.
+  const int64_t num_resumed = static_cast<int64_t>(c.spec.resumed_output_tokens.size());
+  c.usage.num_prompt_tokens = u.num_prompt_tokens - num_resumed;
+  c.usage.num_output_tokens = u.num_output_tokens + num_resumed;
+  c.usage.num_cached_prompt_tokens =
+      std::min(u.num_cached_prompt_tokens, c.usage.num_prompt_tokens);
 
   TokenEvent e;
   e.choice_index = c.spec.index;
-  const bool can_match = u.num_output_tokens >= c.spec.min_tokens;
+  const bool can_match = c.usage.num_output_tokens >= c.spec.min_tokens;
   // A stop token adds no text unless the request asked for it (vLLM).
   const bool is_stop_token = u.has_new_token && u.ends_on_stop_token && u.forced_tokens.empty();
   if (u.has_new_token) {

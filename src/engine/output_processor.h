@@ -52,6 +52,13 @@ struct ChoiceSpec {
   // Prompt tokens a KV connector supplied at admission (the rest of the
   // prefix hit is the pool's own); counted per source in the metrics.
   int64_t num_connector_tokens = 0;
+  // A request that may be migrated (n == 1; EngineCore::migrate).
+  bool is_migratable = false;
+  // Migration: the output tokens another engine produced before this one
+  // continues (the scheduler sees them as the prompt's tail). add_choice()
+  // replays them through the detokenizer and stop-string matcher, emitting
+  // nothing; usage counts them as output, not prompt.
+  std::vector<int32_t> resumed_output_tokens;
 };
 
 // What one step's updates did.
@@ -75,6 +82,8 @@ class OutputProcessor {
   std::vector<StreamId> stream_ids() const;
   // The live choices of stream `stream_id`, in index order.
   std::vector<RequestId> choices_of(StreamId stream_id) const;
+  // The spec of live choice `id`; null when unknown.
+  const ChoiceSpec* spec_of(RequestId id) const;
 
   // Records the first-scheduled metrics of the plan's new requests.
   void on_scheduled(const StepPlan& plan, int64_t now_ns);

@@ -69,4 +69,14 @@ bool RequestStream::is_closed() const {
   return num_open_choices_ == 0;
 }
 
+void RequestStream::set_resume_state(std::shared_ptr<const ResumeState> state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  resume_state_ = std::move(state);
+}
+
+std::shared_ptr<const ResumeState> RequestStream::resume_state() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return resume_state_;
+}
+
 }  // namespace strata

@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/resume_state.h"
 #include "engine/token_event.h"
 
 namespace strata {
@@ -57,6 +58,12 @@ class RequestStream {
   // events are already queued or the stream is closed. Set at most once.
   void set_listener(std::function<void()> listener);
 
+  // Migration (EngineCore::migrate): set on the engine thread before the
+  // final (kAbort) event; a consumer that finds it after that event hands
+  // the request on instead of finishing it. Null otherwise.
+  void set_resume_state(std::shared_ptr<const ResumeState> state);
+  std::shared_ptr<const ResumeState> resume_state() const;
+
  private:
   std::optional<TokenEvent> take_locked();
 
@@ -66,6 +73,7 @@ class RequestStream {
   std::deque<TokenEvent> events_;
   int32_t num_open_choices_;
   std::shared_ptr<const std::function<void()>> listener_;
+  std::shared_ptr<const ResumeState> resume_state_;
 };
 
 }  // namespace strata

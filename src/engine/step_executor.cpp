@@ -84,6 +84,32 @@ Status StepExecutor::forward(const StepPlan& plan) {
   }
 }
 
+namespace {
+
+// Migration: a resumed request's grammar matcher accepts the outputs the
+// other engine produced (the last resume_num_output_tokens of its prompt).
+Status replay_resumed(const NewRequestData& d, GrammarMatcher* matcher) {
+  const int64_t k = d.sampling.resume_num_output_tokens;
+  if (matcher == nullptr || k <= 0) return Status::ok();
+  if (k >= static_cast<int64_t>(d.prompt_tokens.size())) {
+    return invalid_argument("resume: more output tokens than the request holds");
+  }
+  for (size_t i = d.prompt_tokens.size() - static_cast<size_t>(k); i < d.prompt_tokens.size();
+       ++i) {
+    if (!matcher->accept_token(d.prompt_tokens[i])) {
+      return invalid_argument("resume: the output tokens do not match the request's grammar");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+const SequenceSampler* StepExecutor::sampler_of(RequestId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : &it->second.sampler;
+}
+
 StepPlan StepExecutor::admit_new_requests(const StepPlan& plan, ExecutedStep* out) {
   StepPlan runnable = plan;
   runnable.requests.clear();
@@ -100,6 +126,11 @@ StepPlan StepExecutor::admit_new_requests(const StepPlan& plan, ExecutedStep* ou
       }
       std::unique_ptr<GrammarMatcher> matcher;
       if (d.grammar) matcher = std::make_unique<GrammarMatcher>(d.grammar);
+      if (Status replayed = replay_resumed(d, matcher.get()); !replayed) {
+        out->errors.emplace(s.request_id, replayed);
+        out->result.failed_ids.push_back(s.request_id);
+        continue;
+      }
       const bool jump_forward = d.grammar && tokenizer_ && d.sampling.num_logprobs == 0;
       requests_.emplace(s.request_id, RequestState{std::move(*sampler), d.stop_token_ids,
                                                    std::move(matcher), jump_forward});

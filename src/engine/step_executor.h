@@ -70,6 +70,8 @@ class StepExecutor {
   ExecutedStep execute(const StepPlan& plan);
 
   size_t num_samplers() const { return requests_.size(); }
+  // Request `id`'s sampler; null before its first step or after it ended.
+  const SequenceSampler* sampler_of(RequestId id) const;
 
  private:
   // Forward over `plan` into logits_; the error, if any.

@@ -207,6 +207,11 @@ Status SamplingParams::validate(int32_t vocab_size) const {
     return bad("num_logprobs", "must be in [0, " + std::to_string(vocab_size) + "], got " +
                                    std::to_string(num_logprobs));
   }
+  if (resume_num_output_tokens < 0) return bad("resume_num_output_tokens", "must be >= 0");
+  // A token costs at most two draws (a rejected draft and its residual).
+  if (resume_rng_draws > 2 * static_cast<uint64_t>(resume_num_output_tokens)) {
+    return bad("resume_rng_draws", "must be at most 2 per output token");
+  }
   return Status::ok();
 }
 
@@ -232,10 +237,22 @@ Result<SequenceSampler> SequenceSampler::create(const SamplingParams& params, in
                               " is outside [0, " + std::to_string(vocab_size) + ")");
     }
   }
+  if (params.resume_num_output_tokens >= static_cast<int64_t>(prompt_tokens.size()) &&
+      params.resume_num_output_tokens > 0) {
+    return invalid_argument("sampling: resume_num_output_tokens must be below the prompt's " +
+                            std::to_string(prompt_tokens.size()) + " tokens");
+  }
+  const size_t num_prompt =
+      prompt_tokens.size() - static_cast<size_t>(params.resume_num_output_tokens);
   SequenceSampler s(params, vocab_size);
   if (params.repetition_penalty != 1.0f) {
-    s.prompt_tokens_.insert(prompt_tokens.begin(), prompt_tokens.end());
+    s.prompt_tokens_.insert(prompt_tokens.begin(),
+                            prompt_tokens.begin() + static_cast<std::ptrdiff_t>(num_prompt));
   }
+  for (size_t i = num_prompt; i < prompt_tokens.size(); ++i) {
+    s.append_output_token(prompt_tokens[i]);
+  }
+  for (uint64_t i = 0; i < params.resume_rng_draws; ++i) s.draw();
   return s;
 }
 
@@ -243,6 +260,11 @@ void SequenceSampler::append_output_token(int32_t token) {
   assert(token >= 0 && token < vocab_size_);
   ++output_counts_[token];
   ++num_output_tokens_;
+}
+
+double SequenceSampler::draw() {
+  ++num_rng_draws_;
+  return rng_.next_unit();
 }
 
 bool SequenceSampler::is_greedy() const {
@@ -417,7 +439,7 @@ SampleResult SequenceSampler::sample(const float* logits, SamplerWorkspace& ws) 
   int32_t token = prepare(ws);
   if (token < 0) {
     const double total = kept_weights(ws);
-    const double u = rng_.next_unit() * total;
+    const double u = draw() * total;
     const float* weights = ws.weights.data();
     double cumulative = 0.0;
     size_t chosen = ws.num_kept - 1;  // rounding fallback
@@ -458,12 +480,12 @@ SampleResult SequenceSampler::verify(const float* logits, int32_t draft, Sampler
         break;
       }
     }
-    if (draft_index < ws.num_kept && rng_.next_unit() * total < draft_weight) {
+    if (draft_index < ws.num_kept && draw() * total < draft_weight) {
       token = draft;
     } else {
       // The residual: every kept token but the draft, renormalized.
       const double residual = total - draft_weight;
-      const double u = rng_.next_unit() * residual;
+      const double u = draw() * residual;
       double cumulative = 0.0;
       size_t chosen = ws.num_kept;
       for (size_t i = 0; i < ws.num_kept; ++i) {

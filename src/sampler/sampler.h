@@ -60,6 +60,14 @@ struct SamplingParams {
   uint64_t seed = 0;
   // How many top (id, logprob) pairs of the raw distribution to return; 0 = none.
   int32_t num_logprobs = 0;
+  // Migration (engine/resume_state.h): the sampler continues another
+  // engine's. The last `resume_num_output_tokens` of the prompt given to
+  // SequenceSampler::create() are output tokens already produced (penalties
+  // count them as outputs, not prompt), and the PRNG starts after
+  // `resume_rng_draws` draws from `seed`, so the next token is the one the
+  // other engine would have drawn. 0 and 0: a fresh request.
+  int64_t resume_num_output_tokens = 0;
+  uint64_t resume_rng_draws = 0;
 
   // Checks every field against its documented range and token ids against
   // `vocab_size`. The message names the field ("sampling: top_p ...").
@@ -137,11 +145,16 @@ class SequenceSampler {
   const SamplingParams& params() const { return params_; }
   int32_t vocab_size() const { return vocab_size_; }
   size_t num_output_tokens() const { return num_output_tokens_; }
+  // PRNG draws since the seed (resume_rng_draws included): with the seed and
+  // the output tokens, the sampler's whole state (migration).
+  uint64_t num_rng_draws() const { return num_rng_draws_; }
 
  private:
   SequenceSampler(const SamplingParams& params, int32_t vocab_size);
 
   bool is_greedy() const;
+  // One uniform draw in [0, 1), counted.
+  double draw();
   // Copies `logits` into ws.work with NaN as -inf and +inf as FLT_MAX.
   void load(const float* logits, SamplerWorkspace& ws) const;
   // log-sum-exp of the raw row in ws.work (before prepare()).
@@ -162,6 +175,7 @@ class SequenceSampler {
   std::unordered_set<int32_t> prompt_tokens_;
   std::unordered_map<int32_t, int32_t> output_counts_;
   size_t num_output_tokens_ = 0;
+  uint64_t num_rng_draws_ = 0;
 };
 
 }  // namespace strata
