@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -125,6 +126,30 @@ int run_serve(const ServeOptions& opt) {
       return r->metrics_text(name);
     };
   }
+  // Migration (docs/disagg.md): a decode worker serving its KV can hand its
+  // running requests to another decode worker when drained.
+  if ((*role)->role() == disagg::WorkerRole::kDecode && opt.disagg.options.decode_serves_kv) {
+    disagg::WorkerRoleSetup* r = role->get();
+    auto asks_base = std::make_shared<std::atomic<int64_t>>(0);
+    // Called once, when a drain starts migrating.
+    so.migration_kv_peer = [r, asks_base] {
+      asks_base->store(r->metrics().snapshot().asks_served);
+      return r->transfer_address();
+    };
+    so.on_migration = [r](bool out) { r->mutable_metrics().add_migration(out); };
+    so.wait_kv_pulled = [r, asks_base](int64_t n, std::chrono::steady_clock::time_point deadline) {
+      // Each migrated request's receiver asks once (one with less than a
+      // chunk of KV asks nothing: a quiet channel for a while ends it too).
+      auto quiet_since = std::chrono::steady_clock::now();
+      while (std::chrono::steady_clock::now() < deadline) {
+        const disagg::DisaggMetricsSnapshot s = r->metrics().snapshot();
+        if (s.asks_served - asks_base->load() >= n && s.transfers_active == 0) return;
+        if (s.transfers_active > 0) quiet_since = std::chrono::steady_clock::now();
+        if (std::chrono::steady_clock::now() - quiet_since > std::chrono::seconds(3)) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    };
+  }
   // Every connection is a descriptor: the default soft limit (often 1024)
   // would refuse connections long before --max-connections.
   const uint64_t wanted_fds = static_cast<uint64_t>(so.max_connections) + 256;
@@ -145,8 +170,12 @@ int run_serve(const ServeOptions& opt) {
     std::string peers;
     for (const std::string& p : opt.disagg.options.remote.peers) peers += " " + p;
     std::fprintf(stderr, "[serve] role decode: remote prefill %s on%s (chunk %d tokens)\n",
-                 opt.disagg.remote_prefill.c_str(), peers.c_str(),
+                 opt.disagg.remote_prefill.c_str(), peers.empty() ? " none" : peers.c_str(),
                  engine_options->kv_tiers.chunk_tokens);
+    if (!(*role)->transfer_address().empty()) {
+      std::fprintf(stderr, "[serve] role decode: kv transfer (migration) listening on %s\n",
+                   (*role)->transfer_address().c_str());
+    }
   }
   if (!so.chat_template_path.empty()) {
     std::fprintf(stderr, "[serve] chat template: %s (--chat-template)\n",
@@ -180,6 +209,7 @@ int run_serve(const ServeOptions& opt) {
     while (read(g_signal_pipe[0], &b, 1) < 0 && errno == EINTR) {
     }
     const int sig = b;
+    if (sig == 0) return;  // the server stopped by itself (a migrating drain)
     std::fprintf(stderr, "[serve] signal %d: draining (up to %d s)\n", sig, drain_timeout_s);
     const int64_t num_aborted = server.drain(std::chrono::seconds(drain_timeout_s));
     if (num_aborted > 0) {
@@ -189,7 +219,12 @@ int run_serve(const ServeOptions& opt) {
     server.stop();
   });
   server.serve();
-  // serve() only returns after stop(); the waiter has finished or is about to.
+  // serve() only returns after stop(); the waiter has finished or is about
+  // to, or (a drain route stopped the server) waits for this byte.
+  {
+    const unsigned char zero = 0;
+    [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &zero, 1);
+  }
   waiter.join();
   (*role)->stop();
   if (*group) (*group)->set_fault_hook(nullptr);

@@ -71,6 +71,16 @@ void DisaggMetrics::add_active(int64_t delta) {
   s_.transfers_active += delta;
 }
 
+void DisaggMetrics::add_ask_served() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++s_.asks_served;
+}
+
+void DisaggMetrics::add_migration(bool out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++(out ? s_.migrated_out : s_.migrated_in);
+}
+
 DisaggMetricsSnapshot DisaggMetrics::snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   return s_;
@@ -120,6 +130,15 @@ std::string DisaggMetrics::to_prometheus_text(const std::string& model_name) con
   out += "# HELP strata:kv_transfers_active Open KV transfers on this worker.\n";
   out += "# TYPE strata:kv_transfers_active gauge\n";
   line("strata:kv_transfers_active", "", static_cast<double>(s.transfers_active));
+  out += "# HELP strata:kv_transfer_asks_served_total KV asks this worker's channel answered.\n";
+  out += "# TYPE strata:kv_transfer_asks_served_total counter\n";
+  line("strata:kv_transfer_asks_served_total", "", static_cast<double>(s.asks_served));
+  out +=
+      "# HELP strata:requests_migrated_total Running requests handed to (out) or taken from "
+      "(in) another decode worker.\n";
+  out += "# TYPE strata:requests_migrated_total counter\n";
+  line("strata:requests_migrated_total", "direction=\"out\"", static_cast<double>(s.migrated_out));
+  line("strata:requests_migrated_total", "direction=\"in\"", static_cast<double>(s.migrated_in));
   out += "# HELP strata:kv_transfer_read_seconds_total Seconds spent reading chunk payloads.\n";
   out += "# TYPE strata:kv_transfer_read_seconds_total counter\n";
   line("strata:kv_transfer_read_seconds_total", "", s.read_seconds);

@@ -7,6 +7,8 @@
 //   strata:kv_transfer_faults_total{kind="unreachable|closed|deadline|corrupt|refused"}
 //   strata:kv_transfer_recomputed_tokens_total (asked remotely, computed here after a fault)
 //   strata:kv_transfers_active (gauge: open transfers on this worker)
+//   strata:requests_migrated_total{direction="out|in"} (docs/disagg.md "Migration")
+//   strata:kv_transfer_asks_served_total (asks this worker's channel answered, to the end)
 //   strata:kv_transfer_read_seconds_total (a decode worker's time reading chunk
 //     payloads off the socket: received bytes / this = the channel's bandwidth)
 // Thread-safe (one mutex; a few records per chunk).
@@ -34,6 +36,9 @@ struct DisaggMetricsSnapshot {
   int64_t remote_decisions = 0;
   int64_t recomputed_tokens = 0;
   int64_t transfers_active = 0;
+  int64_t asks_served = 0;  // connections of the transfer server, closed
+  int64_t migrated_out = 0;
+  int64_t migrated_in = 0;
   double read_seconds = 0.0;
   std::map<std::string, int64_t> faults;  // by transfer_fault_name
   HistogramSnapshot transfer_seconds;
@@ -50,6 +55,8 @@ class DisaggMetrics {
   void add_fault(TransferFault fault, int64_t recomputed_tokens);
   void observe_transfer(double seconds);
   void add_active(int64_t delta);
+  void add_ask_served();
+  void add_migration(bool out);
 
   DisaggMetricsSnapshot snapshot() const;
   std::string to_prometheus_text(const std::string& model_name) const;

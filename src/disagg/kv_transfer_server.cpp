@@ -111,7 +111,10 @@ class KvTransferServer::Impl::Session : public std::enable_shared_from_this<Sess
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
     delay_.cancel();
-    if (server_.metrics) server_.metrics->add_active(-1);
+    if (server_.metrics) {
+      server_.metrics->add_active(-1);
+      server_.metrics->add_ask_served();
+    }
     server_.sessions.erase(shared_from_this());
   }
 

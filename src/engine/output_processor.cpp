@@ -25,11 +25,13 @@ void OutputProcessor::add_choice(RequestId id, ChoiceSpec spec) {
   // Migration: bring the text state to where the other engine left it (what
   // it held back is still held back here, and is emitted here).
   const std::vector<int32_t>& resumed = c.spec.resumed_output_tokens;
+  std::string replayed;
   for (size_t i = 0; i < resumed.size(); ++i) {
     const bool can_match = static_cast<int64_t>(i + 1) >= c.spec.min_tokens;
-    (void)c.matcher.feed(c.detokenizer.push(resumed[i]), can_match);
+    replayed += c.matcher.feed(c.detokenizer.push(resumed[i]), can_match);
   }
   c.usage.num_output_tokens = static_cast<int64_t>(resumed.size());
+  if (!resumed.empty()) c.spec.stream->set_resumed_text(std::move(replayed));
   stream_choices_[stream_id].push_back(id);
 }
 

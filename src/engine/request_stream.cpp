@@ -79,4 +79,14 @@ std::shared_ptr<const ResumeState> RequestStream::resume_state() const {
   return resume_state_;
 }
 
+void RequestStream::set_resumed_text(std::string text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  resumed_text_ = std::move(text);
+}
+
+std::string RequestStream::resumed_text() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return resumed_text_;
+}
+
 }  // namespace strata

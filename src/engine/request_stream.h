@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/resume_state.h"
@@ -63,6 +64,11 @@ class RequestStream {
   // the request on instead of finishing it. Null otherwise.
   void set_resume_state(std::shared_ptr<const ResumeState> state);
   std::shared_ptr<const ResumeState> resume_state() const;
+  // A resumed request (GenerationRequest::resume): the text the earlier
+  // engine emitted for its outputs, as the replay here produced it (set at
+  // admission, before any event). Empty otherwise.
+  void set_resumed_text(std::string text);
+  std::string resumed_text() const;
 
  private:
   std::optional<TokenEvent> take_locked();
@@ -74,6 +80,7 @@ class RequestStream {
   int32_t num_open_choices_;
   std::shared_ptr<const std::function<void()>> listener_;
   std::shared_ptr<const ResumeState> resume_state_;
+  std::string resumed_text_;
 };
 
 }  // namespace strata

@@ -49,7 +49,30 @@ struct ProxyCall::Attempt {
   bool is_pending = true;  // counted in the replica's routed_pending_tokens
   std::string body;        // non-SSE responses, and retryable error bodies
   SseFrameBuffer frames;
+  bool is_continuation = false;   // a try after a migration
+  bool has_forwarded = false;     // an event of this try reached the client
+  std::optional<json> migration;  // the record this try ended with
 };
+
+namespace {
+
+constexpr std::string_view kMigrateEventLine = "event: strata.migrate";
+constexpr std::string_view kMigrateBodyPrefix = "{\"strata_migrate\":";
+constexpr int kMaxMigrations = 4;
+
+// The record of a migration event or body; nullopt when malformed.
+std::optional<json> migration_record(std::string_view text) {
+  const size_t data = text.find("data:");
+  if (text.rfind(kMigrateEventLine, 0) == 0) {
+    if (data == std::string_view::npos) return std::nullopt;
+    text = text.substr(data + 5);
+  }
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("strata_migrate")) return std::nullopt;
+  return j["strata_migrate"];
+}
+
+}  // namespace
 
 std::shared_ptr<ProxyCall> ProxyCall::start(http::HttpClient* client, ProxyRequest request,
                                             std::vector<ProxyTarget> order, ProxyOptions options,
@@ -102,6 +125,19 @@ void ProxyCall::cancel_from_client() {
 }
 
 void ProxyCall::fail_all(int status, std::string message) {
+  if (is_client_started_) {
+    // A migrated stream whose continuation found no worker: end it as a
+    // stream that broke off.
+    if (request_.is_generation) metrics_->num_failed_mid_stream.fetch_add(1);
+    server::ApiError e;
+    e.http_status = status;
+    e.type = "server_error";
+    e.message = std::move(message);
+    response_->write(http::sse_event(e.body()));
+    response_->write("data: [DONE]\n\n");
+    response_->finish();
+    return;
+  }
   if (request_.is_generation) metrics_->num_failed.fetch_add(1);
   if (last_error_) {
     response_->send(std::move(*last_error_));
@@ -127,6 +163,7 @@ void ProxyCall::try_next() {
     return;
   }
   ++num_attempts_;
+  a->is_continuation = num_migrations_ > 0;
   Replica& r = *a->target.replica;
   if (request_.is_generation) r.num_routed.fetch_add(1);
   r.num_in_flight.fetch_add(1);
@@ -187,6 +224,12 @@ bool ProxyCall::on_data(const std::shared_ptr<Attempt>& a, std::string_view data
   }
   a->frames.append(data);
   while (std::optional<std::string> event = a->frames.next()) {
+    if (event->rfind(kMigrateEventLine, 0) == 0) {
+      a->migration = migration_record(*event);
+      if (!a->migration) a->migration = json();  // malformed: the stream fails below
+      continue;
+    }
+    a->has_forwarded = true;
     if (!is_client_started_) {
       is_client_started_ = true;
       end_pending(*a);
@@ -237,12 +280,22 @@ void ProxyCall::on_complete(const std::shared_ptr<Attempt>& a, const http::Clien
   if (is_cancelled || (o.error == http::ClientError::kCancelled && response_->is_disconnected())) {
     return;  // the client went away: nothing to answer, nothing to retry
   }
+  if (o.ok() && a->migration) {
+    migrate(a, std::move(*a->migration));
+    return;
+  }
+  if (o.ok() && !a->is_sse && a->status == 200 &&
+      std::string_view(a->body).rfind(kMigrateBodyPrefix, 0) == 0) {
+    std::optional<json> record = migration_record(a->body);
+    migrate(a, record ? std::move(*record) : json());
+    return;
+  }
   const bool was_abandoned = is_abandoned && o.error == http::ClientError::kCancelled;
   if (was_abandoned) {
     // The replica was ejected while this try waited on it.
     last_failure_ = r.url() + ": ejected while the request waited";
-    r.num_retries.fetch_add(is_client_started_ ? 0 : 1);
-    if (!is_client_started_) {
+    r.num_retries.fetch_add(can_retry(*a) ? 1 : 0);
+    if (can_retry(*a)) {
       try_next();
       return;
     }
@@ -250,7 +303,7 @@ void ProxyCall::on_complete(const std::shared_ptr<Attempt>& a, const http::Clien
   if (!o.ok() && !was_abandoned) {
     r.record_failure(o.message);
     last_failure_ = r.url() + ": " + o.message;
-    if (!is_client_started_) {
+    if (can_retry(*a)) {
       r.num_retries.fetch_add(1);
       try_next();
       return;
@@ -296,6 +349,44 @@ void ProxyCall::on_complete(const std::shared_ptr<Attempt>& a, const http::Clien
   if (request_.is_generation && a->status == 200) read_usage(*a, a->body);
   is_client_started_ = true;
   response_->send(a->status, a->content_type, std::move(a->body), client_headers(a->headers));
+}
+
+bool ProxyCall::can_retry(const Attempt& a) const {
+  return a.is_continuation ? !a.has_forwarded : !is_client_started_;
+}
+
+void ProxyCall::migrate(const std::shared_ptr<Attempt>& a, json record) {
+  Replica& from = *a->target.replica;
+  json body = json::parse(request_.body, nullptr, /*allow_exceptions=*/false);
+  if (!record.is_object() || !body.is_object() || num_migrations_ >= kMaxMigrations) {
+    last_failure_ = from.url() + ": a migration the router cannot continue";
+    if (is_client_started_) {
+      if (request_.is_generation) metrics_->num_failed_mid_stream.fetch_add(1);
+      server::ApiError e;
+      e.http_status = 502;
+      e.type = "server_error";
+      e.message = "The replica serving this stream was drained and it could not move.";
+      response_->write(http::sse_event(e.body()));
+      response_->write("data: [DONE]\n\n");
+      response_->finish();
+    } else {
+      fail_all(502, last_failure_);
+    }
+    return;
+  }
+  ++num_migrations_;
+  metrics_->num_migrations.fetch_add(1);
+  body["strata_resume"] = std::move(record);
+  request_.body = body.dump();
+  // The policy's order, without the worker that handed the request over.
+  std::vector<ProxyTarget> order;
+  for (ProxyTarget& t : order_) {
+    if (t.replica.get() != &from) order.push_back(t);
+  }
+  order_ = std::move(order);
+  next_target_ = 0;
+  num_attempts_ = 0;
+  try_next();
 }
 
 }  // namespace strata::router

@@ -23,6 +23,15 @@
 // requests the replica's usage.prompt_tokens_details.cached_tokens is added
 // to its actual cached tokens next to the router's prediction.
 //
+// Migration (docs/disagg.md "Migration"): a worker being drained ends a
+// request it cannot finish with a migration record (a last SSE event
+// `event: strata.migrate`, or a body {"strata_migrate": ...}) instead of
+// its finish. The record is not forwarded: the call re-sends the client's
+// body plus "strata_resume" (the record) to the next worker of its order
+// other than that one, and splices that worker's continuation into the
+// client's stream (or sends its whole response). A continuation that fails
+// before its first event moves on as a first try would.
+//
 // Lifetime: start() returns at once; the call keeps itself alive through
 // its client callbacks until the last try completed. Thread-safe: upstream
 // callbacks run on the client's I/O thread, the disconnect callback on the
@@ -32,6 +41,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -93,6 +103,10 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
   void end_pending(Attempt& a);
   void read_usage(Attempt& a, std::string_view json_text);
   void fail_all(int status, std::string message);
+  // A migration record from `a`: continue on another worker.
+  void migrate(const std::shared_ptr<Attempt>& a, nlohmann::json record);
+  // Whether a failure of `a` may still move on to the next replica.
+  bool can_retry(const Attempt& a) const;
 
   http::HttpClient* client_;
   ProxyRequest request_;
@@ -104,6 +118,7 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
   size_t next_target_ = 0;
   int num_attempts_ = 0;
   bool is_client_started_ = false;  // first byte sent to the client
+  int num_migrations_ = 0;
   // The last try's error response, sent when no try is left.
   std::optional<http::HttpReply> last_error_;
   std::string last_failure_;

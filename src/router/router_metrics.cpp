@@ -79,6 +79,9 @@ std::string RouterMetrics::to_prometheus_text(
   counter("strata_router_client_disconnects_total",
           "Requests whose client went away (the replica call was cancelled).",
           num_client_disconnects.load());
+  counter("strata_router_migrations_total",
+          "Running requests a draining worker handed over and the router continued on another.",
+          num_migrations.load());
   counter("strata_router_probes_total", "Prefix probes sent to replicas.", num_probes.load());
   counter("strata_router_probe_failures_total",
           "Prefix probes that timed out, failed or were malformed (scored by load alone).",

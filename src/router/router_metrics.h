@@ -45,6 +45,9 @@ struct RouterMetrics {
   std::atomic<int64_t> num_failed_mid_stream{0};   // ended with the router's error event
   std::atomic<int64_t> num_no_replica{0};          // no replica available: 503
   std::atomic<int64_t> num_client_disconnects{0};  // upstream cancelled
+  // Running requests a draining worker handed over, continued elsewhere
+  // (docs/disagg.md "Migration").
+  std::atomic<int64_t> num_migrations{0};
   std::atomic<int64_t> num_probes{0};
   std::atomic<int64_t> num_probe_failures{0};  // timed out, refused or malformed
   std::atomic<int64_t> num_reloads{0};

@@ -495,6 +495,9 @@ class RouterServer::Impl {
     pr.method = "POST";
     pr.target = req.target;
     pr.headers = upstream_headers(req);
+    // A worker being drained may hand this request to another one
+    // (docs/disagg.md "Migration"): ProxyCall continues it.
+    pr.headers.push_back({"X-Strata-Migratable", "1"});
     pr.body = std::move(req.body);
     pr.num_prompt_tokens = rr.num_prompt_tokens;
     pr.is_generation = true;

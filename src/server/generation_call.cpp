@@ -74,6 +74,28 @@ void GenerationCall::abort() {
   for (const auto& s : streams_) engine_.abort(s->id());
 }
 
+bool GenerationCall::migrate(const std::string& kv_peer) {
+  if (!g_->is_migratable || streams_.size() != 1) return false;
+  engine_.migrate(streams_[0]->id(), kv_peer);
+  return true;
+}
+
+void GenerationCall::send_migration(const ResumeState& state, std::string* out) {
+  is_answered_ = true;
+  ResumeState s = state;
+  s.response_id = g_->id;
+  s.created = g_->created;
+  const json record{{kMigrateKey, resume_state_to_json(s)}};
+  if (g_->params.stream) {
+    *out += "event: ";
+    *out += kMigrateEvent;
+    *out += "\ndata: " + dump_json(record) + "\n\n";
+  } else {
+    response_->send(200, "application/json", dump_json(record));
+  }
+  if (auto migrated = std::exchange(on_migrated, nullptr)) migrated();
+}
+
 json GenerationCall::chunk_base() const {
   return json{{"id", g_->id},
               {"object", g_->is_chat ? "chat.completion.chunk" : "text_completion"},
@@ -84,8 +106,10 @@ json GenerationCall::chunk_base() const {
 void GenerationCall::start(std::vector<std::shared_ptr<RequestStream>> streams,
                            const std::shared_ptr<EventPump>& pump) {
   streams_ = std::move(streams);
-  if (g_->params.stream) {
-    response_->start_sse();
+  if (g_->params.stream) response_->start_sse();
+  // The continuation of a migrated stream opens with nothing: the client has
+  // the opening chunks (and the text so far) from the worker that started it.
+  if (g_->params.stream && !g_->resume) {
     // Chat: the role first, for every choice; completions with echo: the prompt.
     std::string frames;
     for (int32_t i = 0; i < num_choices(); ++i) {
@@ -151,6 +175,12 @@ void GenerationCall::run() {
         }
       }
       if (is_answered_) continue;  // drained only so the engine's end is seen
+      if (ev->is_final && ev->finish_reason == FinishReason::kAbort) {
+        if (std::shared_ptr<const ResumeState> state = streams_[p]->resume_state()) {
+          send_migration(*state, &frames);
+          continue;
+        }
+      }
       if (ev->is_final && (ev->finish_reason == FinishReason::kError ||
                            ev->finish_reason == FinishReason::kAbort)) {
         fail(*ev, &frames);
@@ -160,6 +190,13 @@ void GenerationCall::run() {
         stream_event(index, *ev, &frames);
       } else {
         Choice& c = choices_[index];
+        if (g_->resume && !c.has_resumed_text) {
+          c.has_resumed_text = true;
+          // A migrated request's body is the whole response: the text the
+          // other worker produced comes first (its tokens, replayed here).
+          c.text = streams_[p]->resumed_text();
+          c.token_ids = g_->resume->output_tokens;
+        }
         c.text += ev->text;
         c.token_ids.insert(c.token_ids.end(), ev->token_ids.begin(), ev->token_ids.end());
         c.logprobs.insert(c.logprobs.end(), ev->logprobs.begin(), ev->logprobs.end());

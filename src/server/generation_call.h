@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/resume_state.h"
 #include "http/http_response.h"
 #include "http/router.h"
 #include "server/event_pump.h"
@@ -54,7 +55,20 @@ struct Generation {
   bool is_thinking_disabled = false;  // chat_template_kwargs enable_thinking false
   // Structured outputs and tools (server/output_constraint.h); null: none.
   std::shared_ptr<const OutputConstraint> constraint;
+  // Migration (docs/disagg.md "Migration"). `resume`: this call continues
+  // a request another worker ran (the router's "strata_resume"): a stream
+  // sends only the continuation (no role chunk), a body the whole response.
+  // `is_migratable`: a router sent it (X-Strata-Migratable) and it is one
+  // plain choice (n == 1, one prompt, no echo, logprobs, reasoning split or
+  // output constraint), so a drain may hand it to another worker.
+  std::shared_ptr<const ResumeState> resume;
+  bool is_migratable = false;
 };
+
+// The SSE event name and body key of a migration record (the router's
+// ProxyCall recognises them): {"strata_migrate": <resume_state_to_json>}.
+inline constexpr std::string_view kMigrateEvent = "strata.migrate";
+inline constexpr std::string_view kMigrateKey = "strata_migrate";
 
 class GenerationCall : public EventPump::Task, public std::enable_shared_from_this<GenerationCall> {
  public:
@@ -70,6 +84,10 @@ class GenerationCall : public EventPump::Task, public std::enable_shared_from_th
   // Aborts every stream (drain timeout, server stop); the client gets the
   // abort as the final error.
   void abort();
+  // Drain with migration: asks the engine to export the request (its
+  // response then ends with the migration record, and `on_migrated` runs);
+  // false when this call cannot move (it then finishes normally).
+  bool migrate(const std::string& kv_peer);
   void run() override;
 
  private:
@@ -82,6 +100,7 @@ class GenerationCall : public EventPump::Task, public std::enable_shared_from_th
     size_t text_offset = 0;      // completions logprobs: bytes emitted before
     ReasoningParser reasoning{ReasoningParserKind::kNone, false};  // streaming split
     std::unique_ptr<ChoiceOutput> output;  // tool calls and the grammar check
+    bool has_resumed_text = false;         // a migrated body's earlier text was put first
   };
 
   int32_t num_choices() const { return static_cast<int32_t>(choices_.size()); }
@@ -92,6 +111,8 @@ class GenerationCall : public EventPump::Task, public std::enable_shared_from_th
   void send_body();
   void fail(const TokenEvent& ev, std::string* out);
   void release_engine();
+  // Ends the response with the migration record of `state`.
+  void send_migration(const ResumeState& state, std::string* out);
 
   Engine& engine_;
   const TokenTextFn token_text_;
@@ -100,6 +121,11 @@ class GenerationCall : public EventPump::Task, public std::enable_shared_from_th
   std::function<void()> on_engine_done_;  // cleared once run
   std::function<void()> on_answered_;     // likewise
 
+ public:
+  // Runs once, on the pump thread, when a migration record was sent.
+  std::function<void()> on_migrated;
+
+ private:
   // Touched by the pump thread only (run() never runs concurrently), and by
   // start() before the first run.
   std::vector<std::shared_ptr<RequestStream>> streams_;

@@ -110,6 +110,7 @@ class OpenAiServer::Impl {
 
   ~Impl() {
     stop();
+    if (drain_thread_.joinable()) drain_thread_.join();
     http_.stop();
     pump_->stop();
     // Calls still held release their slots as they die, outside calls_mu_.
@@ -135,6 +136,7 @@ class OpenAiServer::Impl {
       std::unique_lock<std::mutex> lock(state_mu_);
       state_cv_.wait(lock, [this] { return is_stopping_; });
     }
+    if (drain_thread_.joinable()) drain_thread_.join();
     state_cv_.notify_all();
     if (logger.joinable()) logger.join();
     // Aborted requests' final frames go out before the connections close.
@@ -251,6 +253,10 @@ class OpenAiServer::Impl {
         },
         RunOn::kWorker);
     r.add(
+        "POST", "/strata/v1/drain",
+        [this](http::HttpRequest req, http::ResponsePtr res) { handle_drain(req, res); },
+        RunOn::kWorker);
+    r.add(
         "POST", "/detokenize",
         [this](http::HttpRequest req, http::ResponsePtr res) { handle_detokenize(req, res); },
         RunOn::kWorker);
@@ -287,10 +293,81 @@ class OpenAiServer::Impl {
     send_json(res, json{{"prompt", tokenizer_.decode(dr.tokens, false)}});
   }
 
+  // ---- drain with migration ---------------------------------------------
+  // POST /strata/v1/drain {"migrate": bool, "timeout_s": number}: stops
+  // admitting (503, /health 503, the listener closes), exports every running
+  // request a router sent (their responses end with the migration record,
+  // and the router continues them elsewhere), lets the others finish for at
+  // most timeout_s, waits for the migrated requests' KV to be pulled (same
+  // deadline) and stops the server. Once; a second call reports the drain.
+  void handle_drain(const http::HttpRequest& req, const http::ResponsePtr& res) {
+    json body = json::object();
+    if (!req.body.empty()) {
+      if (auto e = parse_json_body(req.body, options_.limits, &body)) return send_error(res, *e);
+    }
+    if (!body.is_object()) return send_error(res, invalid_param("", "The body must be an object."));
+    bool migrate = false;
+    double timeout_s = 30.0;
+    for (const auto& [key, value] : body.items()) {
+      if (key == "migrate") {
+        if (!value.is_boolean())
+          return send_error(res, invalid_param("migrate", "must be a boolean."));
+        migrate = value.get<bool>();
+      } else if (key == "timeout_s") {
+        if (!value.is_number() || !(value.get<double>() > 0.0 && value.get<double>() <= 3600.0)) {
+          return send_error(res, invalid_param("timeout_s", "must be a number in (0, 3600]."));
+        }
+        timeout_s = value.get<double>();
+      } else {
+        return send_error(res, invalid_param(key, "Unrecognized drain argument."));
+      }
+    }
+    if (drain_requested_.exchange(true)) {
+      return send_json(res, json{{"status", "draining"}, {"migrating", nullptr}});
+    }
+    begin_drain();
+    std::vector<std::shared_ptr<GenerationCall>> calls;
+    {
+      std::lock_guard<std::mutex> lock(calls_mu_);
+      for (auto& [id, call] : calls_) calls.push_back(call);
+    }
+    int64_t num_migrating = 0;
+    const std::string peer =
+        migrate && options_.migration_kv_peer ? options_.migration_kv_peer() : std::string();
+    if (!peer.empty()) {
+      for (auto& c : calls) num_migrating += c->migrate(peer) ? 1 : 0;
+    }
+    std::fprintf(stderr, "[serve] drain: migrating %lld of %zu requests (kv %s)\n",
+                 static_cast<long long>(num_migrating), calls.size(),
+                 peer.empty() ? "none" : peer.c_str());
+    send_json(res, json{{"status", "draining"}, {"migrating", num_migrating}});
+    const auto timeout =
+        std::chrono::duration_cast<milliseconds>(std::chrono::duration<double>(timeout_s));
+    drain_thread_ = std::thread([this, num_migrating, timeout] {
+      const auto deadline = Clock::now() + timeout;
+      wait_in_flight(timeout);
+      abort_all();
+      wait_in_flight(milliseconds(2000));
+      if (num_migrating > 0 && options_.wait_kv_pulled) {
+        options_.wait_kv_pulled(num_migrating, deadline);
+      }
+      std::fprintf(stderr, "[serve] drain done\n");
+      stop();
+    });
+  }
+
   // ---- generation --------------------------------------------------------
   std::optional<ApiError> prepare(const http::HttpRequest& req, bool is_chat, Generation* g) {
     nlohmann::ordered_json body;  // ordered: the chat template sees the client's key order
     if (auto e = parse_json_body(req.body, options_.limits, &body)) return e;
+    // Migration: a router continuing a request another worker ran.
+    std::shared_ptr<const ResumeState> resume;
+    if (body.is_object() && body.contains("strata_resume")) {
+      Result<ResumeState> r = resume_state_from_json(json(body["strata_resume"]));
+      if (!r) return invalid_param("strata_resume", r.status().message());
+      resume = std::make_shared<const ResumeState>(std::move(*r));
+      body.erase("strata_resume");
+    }
     BuiltPrompt built;
     if (auto e =
             prompts_.build(body, is_chat, options_.limits, options_.served_model_name, &built)) {
@@ -322,8 +399,38 @@ class OpenAiServer::Impl {
     // max_tokens defaults to what the longest prompt leaves room for.
     size_t longest = 0;
     for (const auto& p : g->prompt_ids) longest = std::max(longest, p.size());
-    return resolve_max_tokens(static_cast<int64_t>(longest), is_chat ? 0 : 16,
-                              is_chat ? "messages" : "prompt", options_.limits, &g->params);
+    if (auto e = resolve_max_tokens(static_cast<int64_t>(longest), is_chat ? 0 : 16,
+                                    is_chat ? "messages" : "prompt", options_.limits, &g->params)) {
+      return e;
+    }
+    const bool is_plain = g->prompt_ids.size() == 1 && g->params.n == 1 && !g->wants_logprobs &&
+                          (g->echo_texts.empty() || g->echo_texts.front().empty()) &&
+                          g->reasoning_parser == ReasoningParserKind::kNone && !g->constraint;
+    g->is_migratable = is_plain && static_cast<bool>(options_.migration_kv_peer) &&
+                       req.header("x-strata-migratable").value_or("") == "1";
+    if (resume) {
+      if (!is_plain) {
+        return invalid_param("strata_resume",
+                             "A migrated request is one plain choice (n 1, one prompt, no echo, "
+                             "logprobs, reasoning parser or output constraint).");
+      }
+      if (resume->prompt_tokens != g->prompt_ids.front()) {
+        return invalid_param("strata_resume", "prompt_token_ids differ from the request's prompt.");
+      }
+      if (static_cast<int64_t>(resume->output_tokens.size()) >= *g->params.max_tokens) {
+        return invalid_param("strata_resume", "as many output tokens as max_tokens already.");
+      }
+      for (int32_t t : resume->output_tokens) {
+        if (t >= options_.limits.vocab_size) {
+          return invalid_param("strata_resume",
+                               "output_token_ids hold an id beyond the vocabulary.");
+        }
+      }
+      if (!resume->response_id.empty()) g->id = resume->response_id;
+      if (resume->created > 0) g->created = resume->created;
+      g->resume = std::move(resume);
+    }
+    return std::nullopt;
   }
 
   GenerationRequest to_engine_request(const Generation& g, size_t prompt) {
@@ -351,6 +458,7 @@ class OpenAiServer::Impl {
     r.priority = p.priority;
     r.cache_salt = p.cache_salt;
     if (g.constraint) r.grammar = g.constraint->grammar;  // structured outputs / tools
+    r.resume = g.resume;
     return r;
   }
 
@@ -387,6 +495,10 @@ class OpenAiServer::Impl {
         // `call` dies here unstarted and releases its slot.
       }
       streams.push_back(std::move(*stream));
+    }
+    if (g->resume && options_.on_migration) options_.on_migration(false);
+    if (g->is_migratable && options_.on_migration) {
+      call->on_migrated = [f = options_.on_migration] { f(true); };
     }
     {
       std::lock_guard<std::mutex> lock(calls_mu_);
@@ -462,6 +574,8 @@ class OpenAiServer::Impl {
   std::mutex state_mu_;
   std::condition_variable state_cv_;
   bool is_stopping_ = false;
+  std::atomic<bool> drain_requested_{false};  // POST /strata/v1/drain, once
+  std::thread drain_thread_;
 
   // Declared last: destroyed first, so no handler or pump task outlives the
   // state above. The pump goes after the server (its tasks write to

@@ -4,9 +4,10 @@
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions (JSON or SSE),
 // GET /v1/models[/{id}], GET /health, GET /metrics, POST /tokenize,
-// POST /detokenize. Every error, the transport's own included (malformed
-// HTTP, 413, 431, timeouts, 404, 405), is an OpenAI error body
-// (server/api_error.h).
+// POST /detokenize, POST /strata/v1/drain (admin: {"migrate": true,
+// "timeout_s": T}: drain, handing the running requests a router sent to
+// other workers, then stop; docs/disagg.md "Migration"). Every error, the transport's own included
+// (malformed HTTP, 413, 431, timeouts, 404, 405), is an OpenAI error body (server/api_error.h).
 //
 // Threads: the HTTP I/O threads parse, check auth and answer the cheap GET
 // routes; the parse-and-tokenize routes run on the HTTP worker threads; the
@@ -82,6 +83,15 @@ struct ServerOptions {
   // More Prometheus text appended to /metrics (the disaggregation's KV
   // transfer counters); called on an HTTP thread, must be thread-safe.
   std::function<std::string()> extra_metrics_text;
+  // Migration (docs/disagg.md "Migration"), for a decode worker that serves
+  // its KV. `migration_kv_peer`: HOST:PORT of its KV transfer channel (null:
+  // its requests cannot migrate; POST /strata/v1/drain then lets them
+  // finish). `on_migration`: counts a request migrated out (true) or in.
+  // `wait_kv_pulled`: after a migrating drain, returns once `n` migrated
+  // requests' KV was pulled or `deadline` passed. All thread-safe.
+  std::function<std::string()> migration_kv_peer;
+  std::function<void(bool out)> on_migration;
+  std::function<void(int64_t n, std::chrono::steady_clock::time_point deadline)> wait_kv_pulled;
 };
 
 class OpenAiServer {

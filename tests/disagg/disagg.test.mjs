@@ -6,7 +6,10 @@
 // mid-transfer, is SIGSTOPped past the deadline or restarts costs a
 // recompute, never an error or a wrong token (a canary stream on the decode
 // worker is unaffected); a client that goes away cancels the transfer on
-// both sides, and both pools return to their baseline. Every process is
+// both sides, and both pools return to their baseline. Migration: a decode
+// worker drained mid-generation (POST /strata/v1/drain {"migrate": true})
+// hands its seeded, sampled request to another decode worker through the
+// router, and the client's text equals an unmoved run's. Every process is
 // started here and killed by its PID.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -220,4 +223,111 @@ test('a client that goes away cancels the transfer on both sides', async () => {
   assert.ok(await waitFor(async () => await idle(d.url) && await idle(p.url), 4000));
   assert.equal(await metric(p.url, 'strata:kv_cache_usage_perc'), baseline);
   assert.ok(await metric(p.url, 'strata:kv_transfer_chunks_total', 'result="sent"') < 5);
+});
+
+// ---- migration (docs/disagg.md "Migration") ----------------------------
+// The 4-layer test model (ctx 2048), so a long generation takes long enough
+// for the drain to land mid-way.
+const BIG = MODEL.replace(/[^/]*$/, 'default.gguf');
+async function migratable() {
+  const r = await spawnListening(['serve', '-m', BIG, '--port', '0', '--log-interval', '0',
+    '-t', '1', '--kv-cache-memory', '64MiB', '--served-model-name', 'm', '--kv-chunk-tokens',
+    '32', '--block-size', '16', '--role', 'decode', '--kv-transfer-port', '0']);
+  started.push(r);
+  r.url = `http://127.0.0.1:${r.port}`;
+  return r;
+}
+const sampled = { model: 'm', temperature: 0.9, top_p: 0.95, seed: 4242, presence_penalty: 0.2,
+  frequency_penalty: 0.1, max_tokens: 700, ignore_eos: true };
+const exited = (p) => new Promise((resolve) => {
+  if (p.proc.exitCode !== null || p.proc.signalCode !== null) resolve(p.proc.exitCode);
+  else p.proc.on('exit', (code) => resolve(code));
+});
+// Which of `workers` runs a request now (polls; null on timeout).
+async function runner(workers) {
+  for (let i = 0; i < 400; ++i) {
+    for (const w of workers) {
+      if (await metric(w.url, 'strata:num_requests_running') > 0) return w;
+    }
+    await sleep(5);
+  }
+  return null;
+}
+const drain = (w) => post(w.url, '/strata/v1/drain', { migrate: true, timeout_s: 20 });
+
+test('a decode worker drained mid-generation hands its requests over unchanged', async () => {
+  const ws = [await migratable(), await migratable(), await migratable()];
+  const r = await spawnListening(['router', '-m', BIG, '--port', '0', '--health-interval-ms',
+    '100', ...ws.flatMap((w) => ['--decode', w.url])]);
+  started.push(r);
+  r.url = `http://127.0.0.1:${r.port}`;
+  const prompt = tokens(70, 80);
+  // Unmoved runs, straight to a worker (no router: nothing can migrate).
+  const ref = await post(ws[0].url, '/v1/completions', { ...sampled, prompt });
+  assert.equal(ref.status, 200, ref.text);
+  const refText = ref.json.choices[0].text;
+  assert.ok(await waitFor(async () => (await Promise.all(ws.map((w) => idle(w.url))))
+    .every(Boolean), 10000));
+
+  // Streaming: the drain lands once the first text is out.
+  const res = await fetch(`${r.url}/v1/completions`, { method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ ...sampled, prompt, stream: true,
+      stream_options: { include_usage: true } }) });
+  assert.equal(res.status, 200);
+  let buf = '', got = '', done = false, usage = null, drained = null, drainAnswer = null;
+  const ids = new Set();
+  const decoder = new TextDecoder();
+  for await (const chunk of res.body) {
+    buf += decoder.decode(chunk, { stream: true });
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const ev = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      assert.ok(ev.startsWith('data: '), `an event the client should not see: ${ev.slice(0, 60)}`);
+      const data = ev.slice(6);
+      if (data === '[DONE]') { done = true; continue; }
+      const j = JSON.parse(data);
+      assert.equal(j.error, undefined, data);
+      ids.add(j.id);
+      for (const c of j.choices) got += c.text;
+      if (j.usage) usage = j.usage;
+    }
+    if (!drained && got.length > 0) {
+      drained = await runner(ws);
+      assert.ok(drained, 'a worker runs the request');
+      drainAnswer = await drain(drained);
+    }
+  }
+  assert.equal(drainAnswer.status, 200, drainAnswer.text);
+  assert.equal(drainAnswer.json.migrating, 1);
+  assert.ok(done);
+  assert.equal(got, refText);
+  assert.equal(ids.size, 1, 'one response id across the move');
+  assert.equal(usage.completion_tokens, sampled.max_tokens);
+  assert.equal(usage.prompt_tokens, prompt.length);
+  assert.equal(await exited(drained), 0, 'the drained worker exits');
+  const rest = ws.filter((w) => w !== drained);
+  let moved = 0;
+  for (const w of rest) moved += await metric(w.url, 'strata:requests_migrated_total', 'direction="in"');
+  assert.equal(moved, 1);
+  let pulled = 0;
+  for (const w of rest) pulled += await metric(w.url, 'strata:kv_transfer_chunks_total', 'result="verified"');
+  assert.ok(pulled >= 2, `KV pulled by content (${pulled} chunks)`);
+
+  // Non-streaming: the receiver answers the whole response.
+  const pending = post(r.url, '/v1/completions', { ...sampled, prompt });
+  const second = await runner(rest);
+  assert.ok(second, 'a worker runs the second request');
+  const a2 = await drain(second);
+  assert.equal(a2.status, 200, a2.text);
+  assert.equal(a2.json.migrating, 1);
+  const body = await pending;
+  assert.equal(body.status, 200, body.text);
+  assert.equal(body.json.choices[0].text, refText);
+  assert.equal(body.json.usage.completion_tokens, sampled.max_tokens);
+  assert.equal(await exited(second), 0);
+  const last = rest.filter((w) => w !== second)[0];
+  assert.ok(await waitFor(async () => await idle(last.url), 10000));
+  assert.ok(await metric(r.url, 'strata_router_migrations_total') >= 1);
 });
