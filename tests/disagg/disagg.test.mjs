@@ -8,8 +8,9 @@
 // worker is unaffected); a client that goes away cancels the transfer on
 // both sides, and both pools return to their baseline. Migration: a decode
 // worker drained mid-generation (POST /strata/v1/drain {"migrate": true})
-// hands its seeded, sampled request to another decode worker through the
-// router, and the client's text equals an unmoved run's. Every process is
+// hands its seeded, sampled request (a chat stream, then a non-streaming
+// completion) to another decode worker through the router, and the client's
+// text equals an unmoved run's. Every process is
 // started here and killed by its PID.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -262,20 +263,24 @@ test('a decode worker drained mid-generation hands its requests over unchanged',
   started.push(r);
   r.url = `http://127.0.0.1:${r.port}`;
   const prompt = tokens(70, 80);
+  const messages = [{ role: 'user', content: 'Tell me a long story about a lighthouse keeper.' }];
   // Unmoved runs, straight to a worker (no router: nothing can migrate).
   const ref = await post(ws[0].url, '/v1/completions', { ...sampled, prompt });
   assert.equal(ref.status, 200, ref.text);
   const refText = ref.json.choices[0].text;
+  const refChat = await post(ws[0].url, '/v1/chat/completions', { ...sampled, messages });
+  assert.equal(refChat.status, 200, refChat.text);
   assert.ok(await waitFor(async () => (await Promise.all(ws.map((w) => idle(w.url))))
     .every(Boolean), 10000));
 
-  // Streaming: the drain lands once the first text is out.
-  const res = await fetch(`${r.url}/v1/completions`, { method: 'POST',
+  // Streaming chat: the drain lands once the first text is out.
+  const res = await fetch(`${r.url}/v1/chat/completions`, { method: 'POST',
     headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ ...sampled, prompt, stream: true,
+    body: JSON.stringify({ ...sampled, messages, stream: true,
       stream_options: { include_usage: true } }) });
   assert.equal(res.status, 200);
   let buf = '', got = '', done = false, usage = null, drained = null, drainAnswer = null;
+  let roles = 0;
   const ids = new Set();
   const decoder = new TextDecoder();
   for await (const chunk of res.body) {
@@ -290,7 +295,10 @@ test('a decode worker drained mid-generation hands its requests over unchanged',
       const j = JSON.parse(data);
       assert.equal(j.error, undefined, data);
       ids.add(j.id);
-      for (const c of j.choices) got += c.text;
+      for (const c of j.choices) {
+        if (c.delta.role) ++roles;
+        got += c.delta.content ?? '';
+      }
       if (j.usage) usage = j.usage;
     }
     if (!drained && got.length > 0) {
@@ -302,10 +310,11 @@ test('a decode worker drained mid-generation hands its requests over unchanged',
   assert.equal(drainAnswer.status, 200, drainAnswer.text);
   assert.equal(drainAnswer.json.migrating, 1);
   assert.ok(done);
-  assert.equal(got, refText);
+  assert.equal(got, refChat.json.choices[0].message.content);
+  assert.equal(roles, 1, 'one role chunk across the move');
   assert.equal(ids.size, 1, 'one response id across the move');
   assert.equal(usage.completion_tokens, sampled.max_tokens);
-  assert.equal(usage.prompt_tokens, prompt.length);
+  assert.equal(usage.prompt_tokens, refChat.json.usage.prompt_tokens);
   assert.equal(await exited(drained), 0, 'the drained worker exits');
   const rest = ws.filter((w) => w !== drained);
   let moved = 0;
@@ -328,6 +337,25 @@ test('a decode worker drained mid-generation hands its requests over unchanged',
   assert.equal(body.json.usage.completion_tokens, sampled.max_tokens);
   assert.equal(await exited(second), 0);
   const last = rest.filter((w) => w !== second)[0];
+  // Bad records and drain bodies are 400s naming the field; the worker serves on.
+  const record = { v: 1, prompt_token_ids: prompt, output_token_ids: [7, 8], seed: '1',
+    rng_draws: '2', kv_peer: '', response_id: 'cmpl-x', created: 1 };
+  for (const bad of [{}, { ...record, seed: 1 }, { ...record, rng_draws: '9' },
+    { ...record, kv_peer: 'nohost' }, { ...record, output_token_ids: [-1] },
+    { ...record, prompt_token_ids: [1, 2, 3] }, { ...record, extra: 1 }]) {
+    const b = await post(last.url, '/v1/completions', { ...sampled, prompt, strata_resume: bad });
+    assert.equal(b.status, 400, b.text);
+    assert.equal(b.json.error.param, 'strata_resume', b.text);
+  }
+  for (const bad of [{ migrate: 'yes' }, { timeout_s: 0 }, { later: true }]) {
+    assert.equal((await post(last.url, '/strata/v1/drain', bad)).status, 400);
+  }
+  // A good record continues (here with no KV to pull: recomputed).
+  const cont = await post(last.url, '/v1/completions',
+    { ...sampled, prompt, max_tokens: 4, strata_resume: record });
+  assert.equal(cont.status, 200, cont.text);
+  assert.equal(cont.json.id, 'cmpl-x');
+  assert.equal(cont.json.usage.completion_tokens, 4);
   assert.ok(await waitFor(async () => await idle(last.url), 10000));
   assert.ok(await metric(r.url, 'strata_router_migrations_total') >= 1);
 });
