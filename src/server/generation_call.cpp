@@ -75,8 +75,9 @@ void GenerationCall::abort() {
 }
 
 bool GenerationCall::migrate(const std::string& kv_peer) {
-  if (!g_->is_migratable || streams_.size() != 1) return false;
-  engine_.migrate(streams_[0]->id(), kv_peer);
+  const StreamId id = migratable_stream_.load();
+  if (id == 0) return false;
+  engine_.migrate(id, kv_peer);
   return true;
 }
 
@@ -106,6 +107,7 @@ json GenerationCall::chunk_base() const {
 void GenerationCall::start(std::vector<std::shared_ptr<RequestStream>> streams,
                            const std::shared_ptr<EventPump>& pump) {
   streams_ = std::move(streams);
+  if (g_->is_migratable && streams_.size() == 1) migratable_stream_.store(streams_[0]->id());
   if (g_->params.stream) response_->start_sse();
   // The continuation of a migrated stream opens with nothing: the client has
   // the opening chunks (and the text so far) from the worker that started it.

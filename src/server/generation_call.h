@@ -18,6 +18,7 @@
 // thread sees it: the server frees the request's admission slot there.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -134,6 +135,8 @@ class GenerationCall : public EventPump::Task, public std::enable_shared_from_th
   int32_t num_open_ = 0;
   bool is_failed_ = false;    // an error was answered
   bool is_answered_ = false;  // the response is complete (or failed)
+  // The one stream a drain may migrate (0: none), for migrate() on any thread.
+  std::atomic<StreamId> migratable_stream_{0};
 };
 
 }  // namespace strata::server

@@ -110,7 +110,7 @@ class OpenAiServer::Impl {
 
   ~Impl() {
     stop();
-    if (drain_thread_.joinable()) drain_thread_.join();
+    join_drain_thread();
     http_.stop();
     pump_->stop();
     // Calls still held release their slots as they die, outside calls_mu_.
@@ -136,7 +136,7 @@ class OpenAiServer::Impl {
       std::unique_lock<std::mutex> lock(state_mu_);
       state_cv_.wait(lock, [this] { return is_stopping_; });
     }
-    if (drain_thread_.joinable()) drain_thread_.join();
+    join_drain_thread();
     state_cv_.notify_all();
     if (logger.joinable()) logger.join();
     // Aborted requests' final frames go out before the connections close.
@@ -294,6 +294,15 @@ class OpenAiServer::Impl {
   }
 
   // ---- drain with migration ---------------------------------------------
+  void join_drain_thread() {
+    std::thread t;
+    {
+      std::lock_guard<std::mutex> lock(drain_mu_);
+      t = std::move(drain_thread_);
+    }
+    if (t.joinable()) t.join();
+  }
+
   // POST /strata/v1/drain {"migrate": bool, "timeout_s": number}: stops
   // admitting (503, /health 503, the listener closes), exports every running
   // request a router sent (their responses end with the migration record,
@@ -343,6 +352,7 @@ class OpenAiServer::Impl {
     send_json(res, json{{"status", "draining"}, {"migrating", num_migrating}});
     const auto timeout =
         std::chrono::duration_cast<milliseconds>(std::chrono::duration<double>(timeout_s));
+    std::lock_guard<std::mutex> lock(drain_mu_);
     drain_thread_ = std::thread([this, num_migrating, timeout] {
       const auto deadline = Clock::now() + timeout;
       wait_in_flight(timeout);
@@ -575,6 +585,7 @@ class OpenAiServer::Impl {
   std::condition_variable state_cv_;
   bool is_stopping_ = false;
   std::atomic<bool> drain_requested_{false};  // POST /strata/v1/drain, once
+  std::mutex drain_mu_;                       // guards drain_thread_
   std::thread drain_thread_;
 
   // Declared last: destroyed first, so no handler or pump task outlives the
