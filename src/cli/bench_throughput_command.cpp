@@ -109,7 +109,6 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
   if (!tokenizer) return fail(tokenizer.status());
   Result<EngineOptions> options = to_engine_options(opt.engine);
   if (!options) return fail(options.status());
-  if (*group && options->kv_tiers.enabled()) return fail(parallel_tiers_unsupported());
   std::vector<std::vector<int32_t>> file_prompts;
   if (!opt.prompts_path.empty()) {
     Result<std::vector<std::string>> texts = read_prompts(opt.prompts_path);

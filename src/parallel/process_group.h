@@ -78,6 +78,11 @@ enum class ControlKind : int32_t {
   kHello = 1,    // the runner's sizes, before the first step
   kForward = 2,  // one forward batch
   kStop = 3,     // every worker returns
+  // A message for the workers' half of the tiered KV cache (each rank keeps
+  // its own slice: engine/kv_slice_worker.h); in order with the steps, so a
+  // load is written before the step that reads it, a save reads the blocks
+  // as the step that computed them left them.
+  kKvTier = 4,
 };
 
 struct ControlMessage {
