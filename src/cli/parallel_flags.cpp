@@ -21,6 +21,9 @@ void add_parallel_flags(CLI::App* app, ParallelOptions* options) {
                   "Pipeline stages (contiguous layer ranges)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  app->add_flag("!--no-pipeline-micro-batches", options->pipeline_micro_batches,
+                "Under pipeline parallelism, run one step at a time instead of keeping one "
+                "micro-batch per stage in flight (for comparison)");
 }
 
 Result<std::unique_ptr<ProcessGroup>> start_parallel(const ParallelOptions& options) {

@@ -62,6 +62,10 @@ struct ParallelOptions {
   // How long the process lingers after reporting a fault before it exits,
   // so rank 0's server can answer 503 to what arrives meanwhile.
   double fault_grace_s = 0.5;
+  // Rank 0's engine keeps P plans in flight under pipeline parallelism
+  // (engine/engine_core.h); false (--no-pipeline-micro-batches): one plan
+  // at a time, each stage idle while the others run (for comparison).
+  bool pipeline_micro_batches = true;
 };
 
 // Thrown by rank 0's collectives once the group has failed (see above).

@@ -4,6 +4,8 @@
 #   - logits of TP=2, PP=2 and TP=2 x PP=2 against one process (parallel_parity);
 #   - greedy continuations of `strata generate` identical to one process's;
 #   - the tiered KV cache's per-rank slices (parallel_tiers);
+#   - pipeline micro-batches in flight: tokens as one process's, overlap
+#     (parallel_pipeline);
 #   - one-line errors for sizes that do not match the launch or the model.
 set -uo pipefail
 build=${1:?usage: run_parallel_tests.sh BUILD_DIR}
@@ -75,7 +77,22 @@ for lay in "2 --tp 2" "2 --pp 2"; do
   fi
 done
 
-# 4. Sizes that do not fit: one line naming the flags, exit 1.
+# 4. Pipeline micro-batches: several concurrent greedy requests through an
+#    engine that keeps P plans in flight give one process's tokens, and plans
+#    really overlapped (parallel_pipeline).
+for lay in "2 --pp 2" "4 --tp 2 --pp 2"; do
+  np=${lay%% *}
+  args=${lay#* }
+  # shellcheck disable=SC2086
+  if timeout 60 mpirun -np "$np" "$build/parallel_pipeline" $args \
+      "$models/llama-f32-peaky.gguf" > "$tmp/out" 2>&1; then
+    pass
+  else
+    fail "pipeline ($args)"; tail -5 "$tmp/out"
+  fi
+done
+
+# 5. Sizes that do not fit: one line naming the flags, exit 1.
 check_error() {  # check_error NAME PATTERN CMD...
   local name=$1 pattern=$2; shift 2
   timeout 60 "$@" > "$tmp/out" 2> "$tmp/err"
