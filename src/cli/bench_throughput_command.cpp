@@ -109,7 +109,6 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
   if (!tokenizer) return fail(tokenizer.status());
   Result<EngineOptions> options = to_engine_options(opt.engine);
   if (!options) return fail(options.status());
-  if (*group && options->kv_tiers.enabled()) return fail(parallel_tiers_unsupported());
   std::vector<std::vector<int32_t>> file_prompts;
   if (!opt.prompts_path.empty()) {
     Result<std::vector<std::string>> texts = read_prompts(opt.prompts_path);
@@ -294,6 +293,13 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
                 step_s > 0 ? 100.0 * comm_s / step_s : 0.0,
                 1e3 * comm_s / static_cast<double>(std::max<int64_t>(1, num_steps)),
                 1e3 * step_s / static_cast<double>(std::max<int64_t>(1, num_steps)));
+    if (core.pipeline_depth() > 1) {
+      std::printf(
+          "pipeline          %d micro-batches in flight; %lld of %lld steps launched while "
+          "another was in flight\n",
+          core.pipeline_depth(), static_cast<long long>(core.num_overlapped_launches()),
+          static_cast<long long>(num_steps));
+    }
   }
   std::printf("prefix cache      %.1f%% of prompt tokens hit\n", 100.0 * hit_rate);
   std::printf("preemptions       %lld\n", static_cast<long long>(sched.num_preemptions));

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "engine/kv_slice_worker.h"
 #include "model/model_weights.h"
 #include "runtime/model_worker.h"
 
@@ -20,6 +21,9 @@ void add_parallel_flags(CLI::App* app, ParallelOptions* options) {
                   "Pipeline stages (contiguous layer ranges)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  app->add_flag("!--no-pipeline-micro-batches", options->pipeline_micro_batches,
+                "Under pipeline parallelism, run one step at a time instead of keeping one "
+                "micro-batch per stage in flight (for comparison)");
 }
 
 Result<std::unique_ptr<ProcessGroup>> start_parallel(const ParallelOptions& options) {
@@ -39,13 +43,6 @@ Result<std::unique_ptr<ProcessGroup>> start_parallel(const ParallelOptions& opti
   return group;
 }
 
-Status parallel_tiers_unsupported() {
-  return invalid_argument(
-      "the tiered KV cache (--kv-cpu-bytes, --kv-disk-dir, --kv-remote) does not work with "
-      "--tensor-parallel-size or --pipeline-parallel-size > 1 yet: each rank holds only its "
-      "slice of every block");
-}
-
 int run_worker_rank(ProcessGroup& group, const std::string& model_path, int num_threads) {
   Result<ModelWeights> weights = ModelWeights::open(model_path, &group);
   if (!weights) {
@@ -53,7 +50,12 @@ int run_worker_rank(ProcessGroup& group, const std::string& model_path, int num_
     std::fprintf(stderr, "error: rank %d: %s\n", group.rank(), weights.status().message().c_str());
     return 1;
   }
-  if (Status s = run_model_worker(*weights, num_threads); !s) {
+  // This rank's slice of the tiered KV cache, when rank 0 opens one.
+  KvSliceWorker kv_tiers(*weights);
+  const auto on_kv_tier = [&kv_tiers](std::span<const uint8_t> payload, KvStorage& kv) {
+    kv_tiers.handle(payload, kv);
+  };
+  if (Status s = run_model_worker(*weights, num_threads, on_kv_tier); !s) {
     std::fprintf(stderr, "error: rank %d: %s\n", group.rank(), s.message().c_str());
     return 1;
   }

@@ -27,10 +27,8 @@ void add_parallel_flags(CLI::App* app, ParallelOptions* options);
 Result<std::unique_ptr<ProcessGroup>> start_parallel(const ParallelOptions& options);
 
 // A worker rank's whole life: load the shard of `model_path`, serve rank 0's
-// steps, return the exit code.
-// The tiered KV cache stores rank 0's slice only: refused under parallelism.
-Status parallel_tiers_unsupported();
-
+// steps (and mirror the tiered KV cache's loads and saves on this rank's
+// slice), return the exit code.
 int run_worker_rank(ProcessGroup& group, const std::string& model_path, int num_threads);
 
 }  // namespace strata::cli

@@ -75,7 +75,6 @@ int run_serve(const ServeOptions& opt) {
   if (!tokenizer) return fail(tokenizer.status());
   Result<EngineOptions> engine_options = to_engine_options(opt.engine);
   if (!engine_options) return fail(engine_options.status());
-  if (*group && engine_options->kv_tiers.enabled()) return fail(parallel_tiers_unsupported());
   Result<size_t> max_body = parse_byte_size(opt.max_body_bytes);
   if (!max_body) return fail(max_body.status());
   Result<disagg::WorkerRoleOptions> role_options = to_worker_role_options(opt.disagg);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/tiered_kv_connector.h"
+#include "parallel/process_group.h"
 #include "spec/ngram_drafter.h"
 #include "spec/suffix_drafter.h"
 
@@ -32,6 +33,11 @@ EngineCore::EngineCore(const Tokenizer& tokenizer, const EngineOptions& options,
       clock_(clock != nullptr ? clock : &steady_clock_) {}
 
 EngineCore::~EngineCore() {
+  // Plans still in flight: take their logits, so no last stage is left
+  // waiting (until its deadline) to send them.
+  if (executor_) {
+    while (executor_->num_in_flight() > 0) executor_->finish();
+  }
   connector_.reset();
 }
 
@@ -78,6 +84,9 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
   STRATA_RETURN_IF_ERROR(sched_options.validate());
   c.scheduler_ = std::make_unique<Scheduler>(sched_options, c.kv_cache_.get(), c.clock_);
   c.executor_ = std::make_unique<StepExecutor>(*c.runner_, c.vocab_size_, &tokenizer);
+  if (c.executor_->can_pipeline() && weights.group()->options().pipeline_micro_batches) {
+    c.pipeline_depth_ = weights.layout().pipeline_parallel_size;
+  }
   const SpeculativeConfig& spec = options.speculative;
   if (spec.method == SpeculativeMethod::kNgram) {
     c.drafter_ = std::make_unique<NgramDrafter>(spec.prompt_lookup_min, spec.prompt_lookup_max);
@@ -225,6 +234,7 @@ void EngineCore::abort_all() {
 }
 
 StepStats EngineCore::step() {
+  if (pipeline_depth_ > 1) return step_pipelined();
   if (connector_) finish_loads();
   const int64_t t0 = clock_->now_ns();
   const int32_t max_drafts = gate_ ? gate_->drafts_for_step(scheduler_->num_running()) : 0;
@@ -233,9 +243,13 @@ StepStats EngineCore::step() {
     executor_->execute(plan);  // drops the state of plan.finished_ids
     return StepStats{};
   }
-  StepStats stats = StepStats::of(plan);
   outputs_->on_scheduled(plan, t0);
   const ExecutedStep executed = executor_->execute(plan);
+  return finish_step(plan, executed, t0);
+}
+
+StepStats EngineCore::finish_step(const StepPlan& plan, const ExecutedStep& executed, int64_t t0) {
+  StepStats stats = StepStats::of(plan);
   if (connector_) save_kv(plan, executed);
   const StepOutput output = scheduler_->update(plan, executed.result);
   int64_t num_drafting = 0;
@@ -272,13 +286,55 @@ StepStats EngineCore::step() {
   return stats;
 }
 
+StepStats EngineCore::step_pipelined() {
+  if (connector_) finish_loads();
+  const int64_t t0 = clock_->now_ns();
+  while (static_cast<int32_t>(in_flight_.size()) < pipeline_depth_) {
+    const int32_t max_drafts = gate_ ? gate_->drafts_for_step(scheduler_->num_running()) : 0;
+    // About 1/P of the live requests per plan, so the stages get equal
+    // micro-batches.
+    const int32_t live = scheduler_->num_running() + scheduler_->num_waiting();
+    const int32_t cap = std::max(1, (live + pipeline_depth_ - 1) / pipeline_depth_);
+    StepPlan plan = scheduler_->schedule_micro_batch(max_drafts, cap);
+    if (plan.empty()) {
+      executor_->execute(plan);  // drops the state of plan.finished_ids
+      break;
+    }
+    outputs_->on_scheduled(plan, t0);
+    if (!executor_->launch(plan)) {
+      // A batch that does not validate: run it alone, once nothing else is
+      // in flight, so the executor can find the culprits.
+      drain_pipeline();
+      const ExecutedStep executed = executor_->execute(plan);
+      return finish_step(plan, executed, t0);
+    }
+    if (!in_flight_.empty()) ++num_overlapped_launches_;
+    in_flight_.push_back(std::move(plan));
+  }
+  if (in_flight_.empty()) return StepStats{};
+  return finish_oldest(t0);
+}
+
+StepStats EngineCore::finish_oldest(int64_t t0) {
+  const StepPlan plan = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  const ExecutedStep executed = executor_->finish();
+  return finish_step(plan, executed, t0);
+}
+
+void EngineCore::drain_pipeline() {
+  while (!in_flight_.empty()) finish_oldest(clock_->now_ns());
+}
+
 void EngineCore::release_finished() {
   // An empty plan carries the finished ids to the executor.
   executor_->execute(scheduler_->schedule());
 }
 
 void EngineCore::flush_kv_connector() {
-  if (connector_) connector_->flush();
+  if (!connector_) return;
+  drain_pipeline();  // the workers answer a flush on the channel the logits use
+  connector_->flush();
 }
 
 void EngineCore::publish_state() {
@@ -308,6 +364,9 @@ bool EngineCore::try_start_load(GenerationRequest& request,
 
 void EngineCore::finish_loads() {
   const std::vector<KvLoadReady> ready = connector_->poll_loads();
+  // Writing a load waits for every rank's answer, which a last stage sends
+  // only after the logits of the plans before it.
+  if (!ready.empty()) drain_pipeline();
   for (const KvLoadReady& r : ready) {
     auto it = loads_.find(r.load_id);
     if (it == loads_.end()) continue;  // aborted while loading

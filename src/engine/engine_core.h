@@ -16,6 +16,19 @@
 // steps against plain ones, and each step's accepted drafts and (for
 // decode-only steps) its wall time are fed back to it.
 //
+// Pipeline micro-batches (rank 0 of a model-parallel group with P > 1
+// stages: StepExecutor::can_pipeline()): step() keeps up to P plans in
+// flight, each over requests the others do not hold and about 1/P of the
+// live ones (Scheduler::schedule_micro_batch), so stage 0 (this rank) runs
+// plan k+1 while the later stages run plan k; each step() launches until P
+// are in flight, then finishes the oldest (samples it, updates the
+// scheduler, streams its tokens), in launch order. Per-request samplers and
+// batch invariance make the tokens the same as one plan at a time. Before a
+// connector load is written (its workers answer over the same channel the
+// logits come back on) or flushed, the plans in flight are finished first.
+// With P = 1, no group, or --no-pipeline-micro-batches (ParallelOptions),
+// step() is the one-plan step.
+//
 // Admission. A request with n > 1 becomes n scheduler requests ("choices")
 // with seeds seed, seed+1, ...; choices 1.. name choice 0 as their prefix
 // source, so they start once its prompt is computed and take its full blocks
@@ -41,6 +54,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <unordered_map>
@@ -127,10 +141,18 @@ class EngineCore {
   // Runs one step (first admitting requests whose loads finished); does
   // nothing when no request can run.
   StepStats step();
-  bool has_unfinished_requests() const { return outputs_->has_choices() || !loads_.empty(); }
+  bool has_unfinished_requests() const {
+    return outputs_->has_choices() || !loads_.empty() || !in_flight_.empty();
+  }
   // Every unfinished request waits for a connector load: step() has nothing
   // to do until the load wakeup fires.
-  bool is_only_loading() const { return !outputs_->has_choices() && !loads_.empty(); }
+  bool is_only_loading() const {
+    return !outputs_->has_choices() && !loads_.empty() && in_flight_.empty();
+  }
+  // Pipeline micro-batches: how many plans step() keeps in flight (1: one
+  // at a time), and how many plans it launched while another was in flight.
+  int32_t pipeline_depth() const { return pipeline_depth_; }
+  int64_t num_overlapped_launches() const { return num_overlapped_launches_; }
   int32_t num_loading() const { return static_cast<int32_t>(loads_.size()); }
   // Called from the connector's thread when a load finishes (the Engine
   // wakes its loop). Set it before the first admit().
@@ -177,6 +199,16 @@ class EngineCore {
   void release_finished();
   // Hands the step's computed KV to the connector.
   void save_kv(const StepPlan& plan, const ExecutedStep& executed);
+  // Everything after a plan's execution: save KV, update the scheduler,
+  // stream the outputs, stats and metrics; the step's seconds count from
+  // `t0` (when it was scheduled; with micro-batches, when this step() began,
+  // so steps' seconds add up to wall time, not to overlapping latencies).
+  StepStats finish_step(const StepPlan& plan, const ExecutedStep& executed, int64_t t0);
+  // step() with micro-batches in flight (see the header comment).
+  StepStats step_pipelined();
+  // Finishes the oldest plan in flight; every plan in flight.
+  StepStats finish_oldest(int64_t t0);
+  void drain_pipeline();
   void publish_state();
 
   const Tokenizer& tokenizer_;
@@ -201,6 +233,9 @@ class EngineCore {
   std::unique_ptr<KvConnector> connector_;  // null: no KV outside the pool
   std::function<void()> load_wakeup_;
   std::unordered_map<StreamId, PendingLoad> loads_;
+  int32_t pipeline_depth_ = 1;
+  std::deque<StepPlan> in_flight_;  // launched, oldest first
+  int64_t num_overlapped_launches_ = 0;
 
   std::atomic<StreamId> next_stream_id_{1};
   RequestId next_request_id_ = 1;

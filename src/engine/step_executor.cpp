@@ -175,44 +175,17 @@ SampledToken StepExecutor::verify_drafts(const ScheduledRequest& s, const float*
   return sampled;
 }
 
-ExecutedStep StepExecutor::execute(const StepPlan& plan) {
-  for (RequestId id : plan.finished_ids) requests_.erase(id);
-  ExecutedStep out;
-  const StepPlan runnable = admit_new_requests(plan, &out);
-  if (runnable.empty()) return out;
-
-  // Sampling requests, in logits order; each has s.num_logits_rows() rows.
-  std::vector<const ScheduledRequest*> rows;
-  if (Status status = forward(runnable); status) {
-    for (const ScheduledRequest& s : runnable.requests) {
-      if (s.is_sampling) rows.push_back(&s);
-    }
-  } else {
-    // Find the culprits one request at a time; the rest keep their results.
-    std::vector<float> logits_all;
-    for (const ScheduledRequest& s : runnable.requests) {
-      StepPlan single = runnable;
-      single.requests = {s};
-      single.num_scheduled_tokens = s.num_new_tokens;
-      if (Status one = forward(single); !one) {
-        out.errors.emplace(s.request_id, one);
-        out.result.failed_ids.push_back(s.request_id);
-        continue;
-      }
-      if (s.is_sampling) {
-        logits_all.insert(logits_all.end(), logits_.begin(), logits_.end());
-        rows.push_back(&s);
-      }
-    }
-    logits_.swap(logits_all);
-  }
-
+void StepExecutor::sample_rows(const std::vector<const ScheduledRequest*>& rows,
+                               ExecutedStep* out_ptr) {
+  ExecutedStep& out = *out_ptr;
   size_t first_row = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     const ScheduledRequest& s = *rows[i];
     float* row = logits_.data() + first_row * static_cast<size_t>(vocab_size_);
     first_row += static_cast<size_t>(s.num_logits_rows());
-    RequestState& state = requests_.at(s.request_id);
+    auto found = requests_.find(s.request_id);
+    if (found == requests_.end()) continue;  // aborted while its plan was in flight
+    RequestState& state = found->second;
     if (s.num_draft_tokens > 0) {
       SampledToken sampled = verify_drafts(s, row, state, &out.samples);
       out.result.sampled.push_back(std::move(sampled));
@@ -249,6 +222,85 @@ ExecutedStep StepExecutor::execute(const StepPlan& plan) {
     out.result.sampled.push_back(std::move(sampled));
     out.samples.emplace(s.request_id, std::move(sample));
   }
+}
+
+bool StepExecutor::launch(const StepPlan& plan) {
+  for (RequestId id : plan.finished_ids) requests_.erase(id);
+  Launched l;
+  l.runnable = admit_new_requests(plan, &l.out);
+  if (!l.runnable.empty()) {
+    const ForwardBatch batch = to_forward_batch(l.runnable);
+    if (Status s = runner_.launch(batch); !s) {
+      if (s.code() != StatusCode::kResourceExhausted) return false;
+      // The group failed: the process is winding down; the plan's requests
+      // fail (503) when it is finished.
+      for (const ScheduledRequest& r : l.runnable.requests) {
+        l.out.errors.emplace(r.request_id, s);
+        l.out.result.failed_ids.push_back(r.request_id);
+      }
+    } else {
+      l.num_rows = batch.logits_indices.size();
+      l.launched = true;
+    }
+  }
+  in_flight_.push_back(std::move(l));
+  return true;
+}
+
+ExecutedStep StepExecutor::finish() {
+  Launched l = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  ExecutedStep out = std::move(l.out);
+  if (!l.launched) return out;
+  logits_.resize(l.num_rows * static_cast<size_t>(vocab_size_));
+  if (Status s = runner_.collect(logits_.data()); !s) {
+    for (const ScheduledRequest& r : l.runnable.requests) {
+      out.errors.emplace(r.request_id, s);
+      out.result.failed_ids.push_back(r.request_id);
+    }
+    return out;
+  }
+  std::vector<const ScheduledRequest*> rows;
+  for (const ScheduledRequest& r : l.runnable.requests) {
+    if (r.is_sampling) rows.push_back(&r);
+  }
+  sample_rows(rows, &out);
+  return out;
+}
+
+ExecutedStep StepExecutor::execute(const StepPlan& plan) {
+  for (RequestId id : plan.finished_ids) requests_.erase(id);
+  ExecutedStep out;
+  const StepPlan runnable = admit_new_requests(plan, &out);
+  if (runnable.empty()) return out;
+
+  // Sampling requests, in logits order; each has s.num_logits_rows() rows.
+  std::vector<const ScheduledRequest*> rows;
+  if (Status status = forward(runnable); status) {
+    for (const ScheduledRequest& s : runnable.requests) {
+      if (s.is_sampling) rows.push_back(&s);
+    }
+  } else {
+    // Find the culprits one request at a time; the rest keep their results.
+    std::vector<float> logits_all;
+    for (const ScheduledRequest& s : runnable.requests) {
+      StepPlan single = runnable;
+      single.requests = {s};
+      single.num_scheduled_tokens = s.num_new_tokens;
+      if (Status one = forward(single); !one) {
+        out.errors.emplace(s.request_id, one);
+        out.result.failed_ids.push_back(s.request_id);
+        continue;
+      }
+      if (s.is_sampling) {
+        logits_all.insert(logits_all.end(), logits_.begin(), logits_.end());
+        rows.push_back(&s);
+      }
+    }
+    logits_.swap(logits_all);
+  }
+
+  sample_rows(rows, &out);
   return out;
 }
 

@@ -29,10 +29,20 @@
 // Failures stay per request: a sampler that rejects its params fails that
 // request alone; a forward pass that fails is retried one request at a time
 // (the runner leaves the cache untouched on error) so only the culprits
-// fail. Borrows the runner; the engine thread owns this. Not thread-safe.
+// fail.
+//
+// Pipeline micro-batches (can_pipeline(): rank 0 of a group with P > 1
+// stages): launch() does what execute() does up to the forward pass and
+// leaves that in flight (ModelRunner::launch); finish() collects the oldest
+// launched plan's logits and samples it. Plans finish in launch order. A
+// request aborted while its plan is in flight (its state dropped through a
+// later plan's finished_ids) is simply not sampled.
+//
+// Borrows the runner; the engine thread owns this. Not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -73,7 +83,26 @@ class StepExecutor {
   // Request `id`'s sampler; null before its first step or after it ended.
   const SequenceSampler* sampler_of(RequestId id) const;
 
+  bool can_pipeline() const { return runner_.can_pipeline(); }
+  // Precondition: can_pipeline(). False when the plan's batch does not
+  // launch (it does not validate): nothing of it is in flight; execute()
+  // it once the plans in flight are finished (it then finds the culprits).
+  bool launch(const StepPlan& plan);
+  // The oldest launched plan's result. Precondition: num_in_flight() > 0.
+  ExecutedStep finish();
+  size_t num_in_flight() const { return in_flight_.size(); }
+
  private:
+  // A launched plan: its runnable part and what admission already decided.
+  struct Launched {
+    StepPlan runnable;
+    ExecutedStep out;
+    size_t num_rows = 0;    // logits rows of its batch
+    bool launched = false;  // false: nothing ran (no runnable request)
+  };
+  // Samples each of `rows` (the sampling requests, in logits order) from
+  // logits_.
+  void sample_rows(const std::vector<const ScheduledRequest*>& rows, ExecutedStep* out);
   // Forward over `plan` into logits_; the error, if any.
   Status forward(const StepPlan& plan);
   // Creates the samplers of requests new in `plan`; the runnable rest.
@@ -103,6 +132,7 @@ class StepExecutor {
   std::unordered_map<RequestId, RequestState> requests_;
   std::vector<float> logits_;         // [num sampling rows][vocab]
   std::vector<uint64_t> token_mask_;  // one grammar mask, reused
+  std::deque<Launched> in_flight_;    // launch order
 };
 
 }  // namespace strata

@@ -17,6 +17,16 @@
 // Records the tiers' hits as prompt tokens cached per tier, the load times,
 // and exports the tiers' own counters through Metrics (when given).
 //
+// Model parallelism (weights.group() set; this is rank 0's connector): each
+// rank keeps its own slice of every chunk, under keys that name the layout
+// and the rank, in its own disk subdirectory (slice_tier_options). This
+// connector decides every load and save and tells the other ranks in order
+// with the steps (ControlKind::kKvTier, engine/kv_slice_worker.h), so every
+// rank loads or saves the same chunks; load_blocks() then keeps only the
+// run of blocks EVERY rank wrote (the minimum of their answers, under the
+// group's exchange deadline), so a block enters the prefix cache only when
+// all its slices are there, and otherwise every rank computes it.
+//
 // Owns the KvTierManager and the loader. Engine thread only (the loader
 // calls the wakeup from its thread).
 #pragma once
@@ -34,10 +44,20 @@
 #include "kvtier/chunk_key.h"
 #include "kvtier/kv_tier_manager.h"
 #include "model/model_weights.h"
+#include "parallel/parallel_layout.h"
 #include "sched/clock.h"
 #include "util/status.h"
 
 namespace strata {
+
+class ProcessGroup;
+struct KvSliceMessage;
+
+// The tier options of `layout.rank`'s slice: under model parallelism the
+// disk tier lives in its own subdirectory, `layout.key()` ("tp2.pp1.r0"),
+// which one process's disk tier (its two-hex-char subdirectories) never
+// reads; `options` as they are otherwise.
+KvTierOptions slice_tier_options(const KvTierOptions& options, const ParallelLayout& layout);
 
 class TieredKvConnector final : public KvConnector {
  public:
@@ -59,7 +79,8 @@ class TieredKvConnector final : public KvConnector {
                       KvStorage& storage) override;
   void save(const KvSaveRequest& request, KvStorage& storage) override;
   void request_finished(RequestId request_id) override { num_saved_chunks_.erase(request_id); }
-  void flush() override { tiers_->flush(); }
+  // Under a group, waits for every rank's stores too.
+  void flush() override;
   // Per tier, the leading run of chunks it holds (a tier that is bypassed
   // after a fault reports 0, unavailable).
   std::vector<KvSourceProbe> probe(std::span<const BlockHash> block_hashes) override;
@@ -79,9 +100,17 @@ class TieredKvConnector final : public KvConnector {
                     int32_t block_size, int32_t chunk_tokens, size_t chunk_payload_bytes,
                     Metrics* metrics, const Clock* clock);
   ChunkKey chunk_key(std::span<const BlockHash> block_hashes, int64_t chunk) const;
+  // Model parallelism: sends `m` to every other rank; false when the group
+  // failed (the process is winding down: nothing loads).
+  bool tell_workers(const KvSliceMessage& m);
+  // The smallest of every worker's int64 answer and `own`; 0 when the group
+  // failed.
+  int64_t min_over_workers(int64_t own, const char* what);
 
   std::unique_ptr<KvTierManager> tiers_;
   std::unique_ptr<KvLoader> loader_;  // borrows tiers_; destroyed first
+  ProcessGroup* group_ = nullptr;     // null: one process
+  ParallelLayout layout_;             // this rank's (rank 0's) under a group
   ModelFingerprint fingerprint_;
   int32_t block_size_;
   int32_t chunk_tokens_;

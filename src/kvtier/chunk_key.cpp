@@ -170,13 +170,19 @@ std::optional<ChunkKey> ChunkKey::from_hex(std::string_view hex) {
   return key;
 }
 
-ChunkKey make_chunk_key(const ModelFingerprint& fp, const BlockHash& last_block_hash) {
+ChunkKey make_chunk_key(const ModelFingerprint& fp, const BlockHash& last_block_hash,
+                        const ParallelLayout& layout) {
   Sha256 h;
   constexpr std::string_view kDomain = "strata.kv.chunk";
   h.bytes(kDomain.data(), kDomain.size());
   h.u32(kChunkFormatVersion);
   h.bytes(fp.digest.data(), fp.digest.size());
   h.bytes(last_block_hash.bytes.data(), last_block_hash.bytes.size());
+  if (layout.is_parallel()) {
+    h.u32(static_cast<uint32_t>(layout.tensor_parallel_size));
+    h.u32(static_cast<uint32_t>(layout.pipeline_parallel_size));
+    h.u32(static_cast<uint32_t>(layout.rank));
+  }
   return ChunkKey{h.finish()};
 }
 

@@ -28,7 +28,14 @@
 //       middle and tail). The samples separate two files that differ only in
 //       their weight values (same shapes, same metadata) without reading GBs.
 //   key = SHA-256( "strata.kv.chunk" 15 bytes | u32 kChunkFormatVersion
-//                | fingerprint 32 bytes | last_block_hash 32 bytes )
+//                | fingerprint 32 bytes | last_block_hash 32 bytes
+//                [| u32 T | u32 P | u32 rank] )
+//   The bracketed layout is there only under model parallelism (T x P > 1):
+//   each rank stores its own slice of a chunk (its KV heads under tensor
+//   parallelism, its layers under pipeline parallelism), so the slice of
+//   rank r under (T, P) has a key of its own, and a chunk of one layout (or
+//   of another rank) never loads into another; one process's keys are those
+//   of the format without the layout, unchanged.
 //
 // Plain values; thread-safe to copy and compare.
 #pragma once
@@ -41,6 +48,7 @@
 #include <string_view>
 
 #include "kv/block_hash.h"
+#include "parallel/parallel_layout.h"
 
 namespace strata {
 
@@ -98,7 +106,9 @@ struct ChunkKeyHash {
 };
 
 // Key of the chunk whose LAST block has chained prefix-cache hash
-// `last_block_hash`.
-ChunkKey make_chunk_key(const ModelFingerprint& fp, const BlockHash& last_block_hash);
+// `last_block_hash`: of the whole chunk (one process), or of `layout.rank`'s
+// slice of it when the layout is parallel.
+ChunkKey make_chunk_key(const ModelFingerprint& fp, const BlockHash& last_block_hash,
+                        const ParallelLayout& layout = {});
 
 }  // namespace strata

@@ -62,6 +62,10 @@ struct ParallelOptions {
   // How long the process lingers after reporting a fault before it exits,
   // so rank 0's server can answer 503 to what arrives meanwhile.
   double fault_grace_s = 0.5;
+  // Rank 0's engine keeps P plans in flight under pipeline parallelism
+  // (engine/engine_core.h); false (--no-pipeline-micro-batches): one plan
+  // at a time, each stage idle while the others run (for comparison).
+  bool pipeline_micro_batches = true;
 };
 
 // Thrown by rank 0's collectives once the group has failed (see above).
@@ -78,6 +82,11 @@ enum class ControlKind : int32_t {
   kHello = 1,    // the runner's sizes, before the first step
   kForward = 2,  // one forward batch
   kStop = 3,     // every worker returns
+  // A message for the workers' half of the tiered KV cache (each rank keeps
+  // its own slice: engine/kv_slice_worker.h); in order with the steps, so a
+  // load is written before the step that reads it, a save reads the blocks
+  // as the step that computed them left them.
+  kKvTier = 4,
 };
 
 struct ControlMessage {

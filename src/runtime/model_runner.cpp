@@ -131,6 +131,8 @@ Status ModelRunner::forward(const ForwardBatch& b, float* logits_out) {
   }
   try {
     if (group->layout().is_driver()) {
+      // A launched batch's activations may still be on their way.
+      group->wait_sends();
       group->broadcast_control(ControlKind::kForward, encode_forward_batch(b));
     }
     forward_local(b, logits_out);
@@ -142,7 +144,43 @@ Status ModelRunner::forward(const ForwardBatch& b, float* logits_out) {
   return Status::ok();
 }
 
-void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out) {
+bool ModelRunner::can_pipeline() const {
+  const ProcessGroup* group = weights_.group();
+  return group != nullptr && weights_.layout().is_driver() &&
+         weights_.layout().pipeline_parallel_size > 1;
+}
+
+Status ModelRunner::launch(const ForwardBatch& b) {
+  STRATA_RETURN_IF_ERROR(validate(b));
+  ProcessGroup* group = weights_.group();
+  try {
+    // The previous batch's activations leave from x_, which this one
+    // overwrites.
+    group->wait_sends();
+    group->broadcast_control(ControlKind::kForward, encode_forward_batch(b));
+    forward_local(b, nullptr, /*gathers=*/false);
+  } catch (const GroupFailure& e) {
+    return Status(StatusCode::kResourceExhausted,
+                  std::string("the model-parallel group failed (") + e.what() + ")");
+  }
+  in_flight_logits_.push_back(static_cast<int64_t>(b.logits_indices.size()));
+  return Status::ok();
+}
+
+Status ModelRunner::collect(float* logits_out) {
+  const int64_t n_logits = in_flight_logits_.front();
+  in_flight_logits_.pop_front();
+  if (n_logits == 0) return Status::ok();
+  try {
+    gather_logits(n_logits, logits_out);
+  } catch (const GroupFailure& e) {
+    return Status(StatusCode::kResourceExhausted,
+                  std::string("the model-parallel group failed (") + e.what() + ")");
+  }
+  return Status::ok();
+}
+
+void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out, bool gathers) {
   const ModelConfig& c = weights_.local_config();
   ProcessGroup* group = weights_.group();
   const ParallelLayout& layout = weights_.layout();
@@ -220,6 +258,7 @@ void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out) {
     // Shard t of the next stage continues from this residual stream.
     group->isend(layout.rank_of(layout.pp_rank() + 1, layout.tp_rank()), x,
                  static_cast<size_t>(n * hidden) * sizeof(float), "the pipeline's activations");
+    if (!gathers) return;  // launch(): collect() gathers, the next launch waits for the send
     if (layout.is_driver() && n_logits > 0) gather_logits(n_logits, logits_out);
     group->wait_sends();
     return;

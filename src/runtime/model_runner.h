@@ -23,9 +23,18 @@
 // logits_out null. Rank 0's constructor tells the workers the pool's size
 // (ControlKind::kHello) so every rank's KV pool has the same blocks, and
 // waits until every worker has built its runner.
+//
+// Pipeline micro-batches (rank 0, P > 1): launch() broadcasts a batch and
+// runs stage 0 of it, its activations leaving with a non-blocking send, and
+// returns without waiting for the logits; collect() waits for the logits of
+// the oldest batch launched. Rank 0 can so run stage 0 of batch k+1 while
+// the later stages run batch k (every rank runs the batches in launch
+// order, so each stage's KV writes keep that order too). forward() is
+// launch() + collect() of one batch.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "model/model_weights.h"
@@ -51,9 +60,24 @@ class ModelRunner {
   // is an error and leaves the cache untouched.
   Status forward(const ForwardBatch& batch, float* logits_out);
 
+  // Whether launch() can keep batches in flight: rank 0 of a group with
+  // more than one pipeline stage.
+  bool can_pipeline() const;
+  // Precondition: can_pipeline(). Validates, broadcasts and runs stage 0 of
+  // `batch` (the later stages run it on their ranks); an invalid batch is an
+  // error with nothing launched.
+  Status launch(const ForwardBatch& batch);
+  // The oldest launched batch's logits into
+  // logits_out[its logits_indices.size()][vocab]. Precondition: one is in
+  // flight.
+  Status collect(float* logits_out);
+  size_t num_in_flight() const { return in_flight_logits_.size(); }
+
  private:
   Status validate(const ForwardBatch& batch) const;
-  void forward_local(const ForwardBatch& batch, float* logits_out);
+  // `gathers`: a driver that is not the last stage waits for the logits
+  // (and its activations' send) here; launch() leaves both for later.
+  void forward_local(const ForwardBatch& batch, float* logits_out, bool gathers = true);
   // Last stage: this shard's logits rows -> rank 0's logits_out.
   void gather_logits(int64_t n_logits, float* logits_out);
 
@@ -63,17 +87,18 @@ class ModelRunner {
   int64_t max_batch_tokens_;
 
   // Scratch, sized for max_batch_tokens_ rows.
-  std::vector<float> x_;                // [n][hidden] residual stream
-  std::vector<float> xn_;               // [n][hidden] normed input of a sub-block
-  std::vector<float> q_;                // [n][heads][head_dim]
-  std::vector<float> k_;                // [n][kv_heads][head_dim]
-  std::vector<float> v_;                // [n][kv_heads][head_dim]
-  std::vector<float> attn_;             // [n][heads][head_dim]
-  std::vector<float> gate_;             // [n][ffn]
-  std::vector<float> up_;               // [n][ffn]
-  std::vector<const int32_t*> tables_;  // [n_seqs] block table pointers
-  std::vector<float> logits_local_;     // [n][vocab shard] (model parallel only)
-  std::vector<float> logits_part_;      // [n][vocab shard] of another shard (rank 0)
+  std::vector<float> x_;                  // [n][hidden] residual stream
+  std::vector<float> xn_;                 // [n][hidden] normed input of a sub-block
+  std::vector<float> q_;                  // [n][heads][head_dim]
+  std::vector<float> k_;                  // [n][kv_heads][head_dim]
+  std::vector<float> v_;                  // [n][kv_heads][head_dim]
+  std::vector<float> attn_;               // [n][heads][head_dim]
+  std::vector<float> gate_;               // [n][ffn]
+  std::vector<float> up_;                 // [n][ffn]
+  std::vector<const int32_t*> tables_;    // [n_seqs] block table pointers
+  std::vector<float> logits_local_;       // [n][vocab shard] (model parallel only)
+  std::vector<float> logits_part_;        // [n][vocab shard] of another shard (rank 0)
+  std::deque<int64_t> in_flight_logits_;  // launched batches' logits rows, oldest first
 };
 
 }  // namespace strata

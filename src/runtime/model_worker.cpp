@@ -13,7 +13,8 @@
 
 namespace strata {
 
-Status run_model_worker(const ModelWeights& weights, int num_threads) {
+Status run_model_worker(const ModelWeights& weights, int num_threads,
+                        const KvTierMessageHandler& on_kv_tier) {
   ProcessGroup* group = weights.group();
   if (group == nullptr || group->layout().is_driver()) {
     return internal_error("model worker: needs a shard of a rank other than 0");
@@ -53,6 +54,10 @@ Status run_model_worker(const ModelWeights& weights, int num_threads) {
         }
         break;
       }
+      case ControlKind::kKvTier:
+        if (kv == nullptr || !on_kv_tier) group->fail("rank 0 sent a KV tier message out of turn");
+        on_kv_tier(m.payload, *kv);
+        break;
       default:
         group->fail("unknown control message " + std::to_string(static_cast<int>(m.kind)) +
                     " from rank 0");

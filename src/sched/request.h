@@ -93,6 +93,10 @@ struct Request {
   int64_t first_scheduled_ns = -1;       // -1 until first in a plan
   int64_t num_cached_prompt_tokens = 0;  // prefix hits at first admission
   int32_t num_preemptions = 0;
+  // Pipeline micro-batches: the request's step is in a plan whose result
+  // has not come back (Scheduler::schedule_micro_batch); it is neither
+  // scheduled nor preempted until update() consumes that plan.
+  bool is_in_flight = false;
 
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <utility>
@@ -18,12 +19,14 @@ struct Scheduler::StepState {
   double prefill_budget = kUnlimited;
   static constexpr double kUnlimited = 1e300;
   std::vector<Grant> grants;
+  size_t max_grants = SIZE_MAX;           // micro-batches: requests per plan
   std::vector<const Request*> preempted;  // this step; not re-admitted in it
   StepPlan* plan = nullptr;
 
   bool was_preempted(const Request* r) const {
     return std::find(preempted.begin(), preempted.end(), r) != preempted.end();
   }
+  bool is_full() const { return grants.size() >= max_grants; }
 };
 
 Scheduler::Scheduler(const SchedulerOptions& options, KvCacheManager* kv, const Clock* clock)
@@ -168,7 +171,8 @@ bool Scheduler::schedule_running(Request* r, StepState& st) {
   if (n <= 0) return true;
   const PrefixHit no_hit;
   while (!kv_->allocate(r->spec.id, no_hit, r->num_computed_tokens + n)) {
-    Request* victim = running_.back();  // the worst running request
+    // The worst running request not in flight (r itself is not).
+    Request* victim = preemption_victim();
     preempt(victim, st);
     if (victim == r) return false;
   }
@@ -214,9 +218,17 @@ std::vector<int32_t> Scheduler::propose_drafts(Request* r, StepState& st) {
   return drafts;
 }
 
+Request* Scheduler::preemption_victim() const {
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    if (!(*it)->is_in_flight) return *it;
+  }
+  return nullptr;
+}
+
 bool Scheduler::can_preempt_for(const Request& waiting) const {
-  if (options_.policy != SchedulingPolicy::kPriority || running_.empty()) return false;
-  return key_of(*running_.back()).rank > key_of(waiting).rank;
+  if (options_.policy != SchedulingPolicy::kPriority) return false;
+  const Request* victim = preemption_victim();
+  return victim != nullptr && key_of(*victim).rank > key_of(waiting).rank;
 }
 
 bool Scheduler::admit_waiting(size_t index, StepState& st) {
@@ -230,7 +242,7 @@ bool Scheduler::admit_waiting(size_t index, StepState& st) {
   }
   while (static_cast<int32_t>(running_.size()) >= options_.effective_max_num_seqs()) {
     if (!can_preempt_for(*r)) return false;
-    preempt(running_.back(), st);
+    preempt(preemption_victim(), st);
   }
   const RequestId id = r->spec.id;
   const PrefixHit hit = kv_->find_prefix(r->tokens, r->block_hashes);
@@ -239,7 +251,7 @@ bool Scheduler::admit_waiting(size_t index, StepState& st) {
   if (n <= 0) return false;
   while (!kv_->allocate(id, hit, hit.num_tokens + n)) {
     if (!can_preempt_for(*r)) return false;
-    preempt(running_.back(), st);
+    preempt(preemption_victim(), st);
   }
   kv_->record_prefix_query(r->num_tokens(), hit.num_tokens);
   r->num_computed_tokens = hit.num_tokens;
@@ -253,6 +265,14 @@ bool Scheduler::admit_waiting(size_t index, StepState& st) {
 }
 
 StepPlan Scheduler::schedule(int32_t max_drafts) {
+  return build_plan(max_drafts, 0, false);
+}
+
+StepPlan Scheduler::schedule_micro_batch(int32_t max_drafts, int32_t max_requests) {
+  return build_plan(max_drafts, std::max(1, max_requests), true);
+}
+
+StepPlan Scheduler::build_plan(int32_t max_drafts, int32_t max_requests, bool marks_in_flight) {
   StepPlan plan;
   plan.step_id = next_step_id_++;
   plan.block_size = kv_->block_size();
@@ -261,6 +281,7 @@ StepPlan Scheduler::schedule(int32_t max_drafts) {
   st.budget_tokens = options_.max_num_batched_tokens;
   st.max_drafts = drafter_ != nullptr ? std::max(0, max_drafts) : 0;
   st.plan = &plan;
+  if (max_requests > 0) st.max_grants = static_cast<size_t>(max_requests);
   st.grants.reserve(running_.size() + 8);
 
   // Decodes, then running prefill chunks. A preemption removes the back of
@@ -270,10 +291,10 @@ StepPlan Scheduler::schedule(int32_t max_drafts) {
     if (want_prefill && options_.max_prefill_tokens > 0 && !st.grants.empty()) {
       st.prefill_budget = static_cast<double>(options_.max_prefill_tokens);  // decodes run
     }
-    for (size_t i = 0;
-         i < running_.size() && st.budget_tokens > 0 && (!want_prefill || st.prefill_budget > 0);) {
+    for (size_t i = 0; i < running_.size() && st.budget_tokens > 0 && !st.is_full() &&
+                       (!want_prefill || st.prefill_budget > 0);) {
       Request* r = running_[i];
-      if (r->is_prefilling() != want_prefill) {
+      if (r->is_prefilling() != want_prefill || r->is_in_flight) {
         ++i;
         continue;
       }
@@ -283,7 +304,8 @@ StepPlan Scheduler::schedule(int32_t max_drafts) {
   }
   // Admissions, best first, head of line. A sibling whose prefix source is
   // still computing the shared prompt waits for it without blocking others.
-  for (size_t w = 0; w < waiting_.size() && st.budget_tokens > 0 && st.prefill_budget > 0;) {
+  for (size_t w = 0;
+       w < waiting_.size() && st.budget_tokens > 0 && st.prefill_budget > 0 && !st.is_full();) {
     const Request* r = waiting_[w];
     if (r->spec.prefix_source_id != 0) {
       const Request* source = find(r->spec.prefix_source_id);
@@ -299,6 +321,7 @@ StepPlan Scheduler::schedule(int32_t max_drafts) {
   const int64_t now_ns = st.grants.empty() ? 0 : clock_->now_ns();
   for (const Grant& g : st.grants) {
     Request& r = *g.request;
+    r.is_in_flight = marks_in_flight;
     // First time in a plan (a grant undone by a preemption in the same step
     // does not count).
     const bool is_first_step = r.first_scheduled_ns < 0;
@@ -344,6 +367,7 @@ StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
     auto it = requests_.find(s.request_id);
     if (it == requests_.end()) continue;
     Request* r = it->second.get();
+    r->is_in_flight = false;  // its step came back
     // Skip a request preempted (or re-admitted) since the plan was made.
     if (r->status != RequestStatus::kRunning || r->num_computed_tokens != s.num_computed_tokens) {
       continue;

@@ -30,6 +30,15 @@
 // finish_request(id, kStop). Each plan lists the requests finished since the
 // previous one, so an executor can drop their state without asking.
 //
+// Pipeline micro-batches (schedule_micro_batch): up to P plans are in
+// flight at once, each over requests none of the others holds. A request in
+// a plan whose update() has not come yet is "in flight": later plans skip
+// it, and it is never a preemption victim (its K/V is being written); each
+// plan also takes at most max_requests requests, so continuous batching
+// splits the live requests into P micro-batches of about equal size.
+// schedule() never marks anything in flight: with one plan at a time nothing
+// changes.
+//
 // Not thread-safe: owned by the engine thread, with the KvCacheManager and
 // Clock it borrows (both must outlive it).
 #pragma once
@@ -87,8 +96,13 @@ class Scheduler {
   // preempting anyone. Not for requests with a grammar, logprobs, or fewer
   // than min_tokens outputs (their per-position masks are not kept).
   StepPlan schedule(int32_t max_drafts = 0);
+  // schedule() for one micro-batch of a pipeline: skips requests in flight,
+  // grants at most `max_requests` (>= 1) requests, and marks those it
+  // grants in flight until update() consumes this plan.
+  StepPlan schedule_micro_batch(int32_t max_drafts, int32_t max_requests);
   // Consumes the runner's result for `plan` (the last plan schedule()
-  // returned). Requests finished or aborted since then are skipped.
+  // returned; with micro-batches, the oldest plan in flight). Requests
+  // finished or aborted since then are skipped.
   StepOutput update(const StepPlan& plan, const StepResult& result);
 
   // Speculative decoding's drafter (borrowed, outlives this; null: none).
@@ -138,6 +152,10 @@ class Scheduler {
   // Tries to admit waiting_[index]; returns false when the waiting pass stops.
   bool admit_waiting(size_t index, StepState& st);
   bool can_preempt_for(const Request& waiting) const;
+  // The worst running request that may be preempted (not in flight), or
+  // null.
+  Request* preemption_victim() const;
+  StepPlan build_plan(int32_t max_drafts, int32_t max_requests, bool marks_in_flight);
   // Draft tokens for decoding request `r` (its decode token already
   // granted and allocated), their KV allocated; empty when none fit.
   std::vector<int32_t> propose_drafts(Request* r, StepState& st);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <vector>
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
@@ -132,6 +133,39 @@ TEST(ChunkKeyTest, SaltAndPrefixSeparateKeys) {
   ModelFingerprintInputs other = base_inputs();
   other.chunk_tokens = 128;
   EXPECT_NE(plain, make_chunk_key(fingerprint_from_inputs(other), chain({{1, 2}, {3, 4}})));
+}
+
+// Under model parallelism each rank stores its own slice under a key that
+// names the layout and the rank: slices never mix, and a TP=2 chunk never
+// loads into one process (whose key, without a layout, keeps the golden
+// encoding above).
+TEST(ChunkKeyTest, ParallelLayoutSeparatesSlices) {
+  const ModelFingerprint fp = fingerprint_from_inputs(base_inputs());
+  const BlockHash h = chain({{1, 2}, {3, 4}});
+  const auto layout = [](int t, int p, int rank) {
+    ParallelLayout l;
+    l.tensor_parallel_size = t;
+    l.pipeline_parallel_size = p;
+    l.rank = rank;
+    return l;
+  };
+  const ChunkKey whole = make_chunk_key(fp, h);
+  EXPECT_EQ(whole, make_chunk_key(fp, h, layout(1, 1, 0)));  // one process: no layout
+  const ChunkKey tp2_r0 = make_chunk_key(fp, h, layout(2, 1, 0));
+  EXPECT_EQ(tp2_r0, make_chunk_key(fp, h, layout(2, 1, 0)));
+  const std::vector<ChunkKey> keys = {whole,
+                                      tp2_r0,
+                                      make_chunk_key(fp, h, layout(2, 1, 1)),
+                                      make_chunk_key(fp, h, layout(1, 2, 0)),
+                                      make_chunk_key(fp, h, layout(1, 2, 1)),
+                                      make_chunk_key(fp, h, layout(2, 2, 0)),
+                                      make_chunk_key(fp, h, layout(2, 2, 3)),
+                                      make_chunk_key(fp, h, layout(4, 1, 0))};
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (size_t j = i + 1; j < keys.size(); ++j) EXPECT_NE(keys[i], keys[j]) << i << " vs " << j;
+  }
+  // The layout does not replace the prefix: another chain, another key.
+  EXPECT_NE(tp2_r0, make_chunk_key(fp, chain({{9, 2}, {3, 4}}), layout(2, 1, 0)));
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 # oversubscribed). Usage: run_parallel_tests.sh BUILD_DIR
 #   - logits of TP=2, PP=2 and TP=2 x PP=2 against one process (parallel_parity);
 #   - greedy continuations of `strata generate` identical to one process's;
+#   - the tiered KV cache's per-rank slices (parallel_tiers);
+#   - pipeline micro-batches in flight: tokens as one process's, overlap
+#     (parallel_pipeline);
 #   - one-line errors for sizes that do not match the launch or the model.
 set -uo pipefail
 build=${1:?usage: run_parallel_tests.sh BUILD_DIR}
@@ -58,7 +61,38 @@ for m in llama-f32-peaky qwen2-q8_0-peaky llama-q8_0 qwen3-f16; do
   done
 done
 
-# 3. Sizes that do not fit: one line naming the flags, exit 1.
+# 3. The tiered KV cache: per-rank slices on disk, loaded after a restart on
+#    every rank (parallel_tiers: greedy tokens as one process's; nothing
+#    loads when one rank lacks its slice, nor into one process).
+for lay in "2 --tp 2" "2 --pp 2"; do
+  np=${lay%% *}
+  args=${lay#* }
+  rm -rf "$tmp/kv"
+  # shellcheck disable=SC2086
+  if timeout 60 mpirun -np "$np" "$build/parallel_tiers" $args "$models/llama-f32-peaky.gguf" \
+      "$tmp/kv" > "$tmp/out" 2>&1; then
+    pass
+  else
+    fail "tiers ($args)"; tail -5 "$tmp/out"
+  fi
+done
+
+# 4. Pipeline micro-batches: several concurrent greedy requests through an
+#    engine that keeps P plans in flight give one process's tokens, and plans
+#    really overlapped (parallel_pipeline).
+for lay in "2 --pp 2" "4 --tp 2 --pp 2"; do
+  np=${lay%% *}
+  args=${lay#* }
+  # shellcheck disable=SC2086
+  if timeout 60 mpirun -np "$np" "$build/parallel_pipeline" $args \
+      "$models/llama-f32-peaky.gguf" > "$tmp/out" 2>&1; then
+    pass
+  else
+    fail "pipeline ($args)"; tail -5 "$tmp/out"
+  fi
+done
+
+# 5. Sizes that do not fit: one line naming the flags, exit 1.
 check_error() {  # check_error NAME PATTERN CMD...
   local name=$1 pattern=$2; shift 2
   timeout 60 "$@" > "$tmp/out" 2> "$tmp/err"
@@ -75,9 +109,6 @@ check_error "-np differs from T x P" "= 2 ranks, but mpirun started 3" \
   mpirun -np 3 "$strata" generate -m "$models/llama-f32.gguf" -p hi -n 2 --tensor-parallel-size 2
 check_error "q4_K blocks do not split" "not whole blocks of 256 (--tensor-parallel-size 2)" \
   mpirun -np 2 "$strata" generate -m "$models/llama-q4_k.gguf" -p hi -n 2 --tensor-parallel-size 2
-check_error "tiers refused" "does not work with --tensor-parallel-size" \
-  mpirun -np 2 "$strata" bench throughput -m "$models/llama-f32.gguf" --num-prompts 1 \
-    --tensor-parallel-size 2 --kv-cpu-bytes 1MiB
 
 echo "parallel: $num_passed passed, $num_failed failed"
 [ "$num_failed" -eq 0 ]

@@ -254,6 +254,40 @@ TEST(SchedulerTest, FcfsHeadOfLineIsNotOvertakenAndVictimKeepsItsPlace) {
   EXPECT_EQ(h.kv.num_free_blocks(), 6);
 }
 
+// Pipeline micro-batches: each plan skips requests whose step is in flight
+// and takes at most max_requests; a request in flight is never a victim (a
+// request that needs a block preempts itself rather than one in flight).
+TEST(SchedulerTest, MicroBatchesAreDisjointAndInFlightIsNeverPreempted) {
+  Harness h(6, 4, opts(64));
+  std::vector<RequestSpec> specs = {make_spec(1, 12, 8), make_spec(2, 12, 4)};
+  for (const auto& s : specs) ASSERT_TRUE(h.sched.add_request(s).is_ok());
+  const auto finish = [&h](const StepPlan& plan) {
+    h.check_plan(plan);
+    for (const RequestUpdate& u : h.sched.update(plan, h.runner.run(plan)).updates) {
+      if (u.has_new_token) h.outputs[u.request_id].push_back(u.new_token);
+      if (u.finish_reason != FinishReason::kNone) h.finished[u.request_id] = u.finish_reason;
+    }
+  };
+  const StepPlan a = h.sched.schedule_micro_batch(0, 1);
+  EXPECT_EQ(plan_ids(a), (Ids{1}));
+  const StepPlan b = h.sched.schedule_micro_batch(0, 1);
+  EXPECT_EQ(plan_ids(b), (Ids{2}));                         // 1 is in flight
+  EXPECT_TRUE(h.sched.schedule_micro_batch(0, 2).empty());  // both are
+  finish(a);
+  // 1 needs a 4th block; the latest arrival (2) would be the victim, but
+  // its step is in flight: 1 goes back to waiting itself.
+  const StepPlan c = h.sched.schedule_micro_batch(0, 1);
+  EXPECT_TRUE(c.empty());
+  EXPECT_EQ(c.preempted_ids, (Ids{1}));
+  EXPECT_EQ(h.sched.running_ids(), (Ids{2}));
+  finish(b);
+  h.run_to_completion();
+  expect_reference_outputs(h, specs);
+  EXPECT_EQ(h.outputs.at(1).size(), 8u);
+  EXPECT_EQ(h.outputs.at(2).size(), 4u);
+  EXPECT_EQ(h.kv.num_free_blocks(), 6);
+}
+
 // Pool of 7 blocks of 4; three 8-token prompts take 6. When the decodes
 // need a third block each, the victim is chosen by the policy.
 Ids first_victims(SchedulingPolicy policy) {
