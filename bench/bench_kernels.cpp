@@ -115,7 +115,8 @@ void matmul_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Matmul)->Apply(matmul_args);
 
-// AMX vs VNNI side by side on the same packed Q8_0/Q4_0 weight (unit 0 =
+// AMX vs VNNI side by side on the same weight (Q8_0/Q4_0 packed, Q4_K/Q6_K
+// in the GGUF layout; unit 0 =
 // VNNI, 1 = AMX forced; the two give the same bits). Skipped without AMX.
 // Counter GOPS = 2 * rows * cols * n / time; time as in BM_ModelStepUnit.
 void BM_MatmulUnit(benchmark::State& state) {
@@ -151,7 +152,8 @@ void BM_MatmulUnit(benchmark::State& state) {
                  (cpu_time ? " (thread cpu time)" : " (wall time)"));
 }
 BENCHMARK(BM_MatmulUnit)
-    ->ArgsProduct({{static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0)},
+    ->ArgsProduct({{static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
+                    static_cast<int64_t>(DType::kQ4_K), static_cast<int64_t>(DType::kQ6_K)},
                    {2048, 5632},
                    {2048},
                    {16, 32, 128, 512},
@@ -160,6 +162,10 @@ BENCHMARK(BM_MatmulUnit)
     ->Args({static_cast<int64_t>(DType::kQ8_0), 2048, 5632, 512, 1})
     ->Args({static_cast<int64_t>(DType::kQ4_0), 2048, 5632, 512, 0})
     ->Args({static_cast<int64_t>(DType::kQ4_0), 2048, 5632, 512, 1})
+    ->Args({static_cast<int64_t>(DType::kQ4_K), 2048, 5632, 512, 0})
+    ->Args({static_cast<int64_t>(DType::kQ4_K), 2048, 5632, 512, 1})
+    ->Args({static_cast<int64_t>(DType::kQ6_K), 2048, 5632, 512, 0})
+    ->Args({static_cast<int64_t>(DType::kQ6_K), 2048, 5632, 512, 1})
     ->ArgNames({"type", "rows", "cols", "n", "amx"})
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime();
