@@ -284,10 +284,158 @@ void q4_k_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, in
   }
 }
 
+// ---------------------------------------------------------------------------
+// Q6_K
+
+// One super-block of a 16-row tile as the tile unit's B operands: chunk k
+// (64 elements) is rows lo[16k..16k+15] (and hi[...]) of 64 bytes, row r
+// holding the 16 weight rows' group 16k + r.
+struct alignas(64) Q6KTiles {
+  __m512i lo[avx512_kquant::kGroups];  // p & 127, unsigned
+  __m512i hi[avx512_kquant::kGroups];  // p >> 7 (floor), signed
+  __m512 d;
+};
+
+// p = (q - 32) sc per quant from the VNNI kernel's packed super-block.
+void split_q6_k(const PackedQ6K& p, Q6KTiles* t) {
+  const __m512i k32 = _mm512_set1_epi8(32);
+  const __m512i low7 = _mm512_set1_epi16(0x7F);
+  const __m512i low8 = _mm512_set1_epi16(0xFF);
+  const __m512i low16 = _mm512_set1_epi32(0xFFFF);
+#pragma GCC unroll 4
+  for (int i = 0; i < avx512_kquant::kGroups; ++i) {
+    const __m512i sc = p.sc[i / 4];  // int32 per lane, in [-128, 127]
+    const __m512i sc16 = _mm512_or_si512(_mm512_and_si512(sc, low16), _mm512_slli_epi32(sc, 16));
+    const __m512i q = _mm512_sub_epi8(p.q[i], k32);
+    const __m512i q_even = _mm512_srai_epi16(_mm512_slli_epi16(q, 8), 8);  // bytes 0 and 2
+    const __m512i q_odd = _mm512_srai_epi16(q, 8);                         // bytes 1 and 3
+    const __m512i p_even = _mm512_mullo_epi16(q_even, sc16);               // exact: |p| <= 4096
+    const __m512i p_odd = _mm512_mullo_epi16(q_odd, sc16);
+    t->lo[i] = _mm512_or_si512(_mm512_and_si512(p_even, low7),
+                               _mm512_slli_epi16(_mm512_and_si512(p_odd, low7), 8));
+    t->hi[i] = _mm512_or_si512(_mm512_and_si512(_mm512_srai_epi16(p_even, 7), low8),
+                               _mm512_slli_epi16(_mm512_srai_epi16(p_odd, 7), 8));
+  }
+  t->d = p.d;
+}
+
+struct Q6KArgs {
+  const Q6KTiles* w;  // the row tile's super-blocks
+  const uint8_t* xq;  // A tiles of this step's first token tile
+  const float* dx;    // token m, block b: dx[m * nb + b]
+  int64_t nb;
+};
+
+// Super-block b for TT token tiles: C_lo(tt) in tmm 2 tt, C_hi(tt) in
+// tmm 2 tt + 1, accumulated over the four chunks, stored to c.
+template <int TT>
+[[gnu::always_inline]] inline void q6_k_issue(const Q6KArgs& a, int64_t b, int32_t* c) {
+  const int64_t chunks = a.nb * kQ6KChunks;
+  const Q6KTiles& w = a.w[b];
+  _tile_zero(0);
+  _tile_zero(1);
+  if constexpr (TT == 2) {
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+#pragma GCC unroll 4
+  for (int k = 0; k < kQ6KChunks; ++k) {
+    const int64_t i = b * kQ6KChunks + k;
+    _tile_loadd(4, a.xq + static_cast<size_t>(i) * kQ6KABytes, 64);
+    if constexpr (TT == 2) _tile_loadd(5, a.xq + static_cast<size_t>(chunks + i) * kQ6KABytes, 64);
+    _tile_loadd(6, &w.lo[16 * k], kBRowBytes);
+    _tile_loadd(7, &w.hi[16 * k], kBRowBytes);
+    _tile_dpbsud(0, 4, 6);
+    _tile_dpbssd(1, 4, 7);
+    if constexpr (TT == 2) {
+      _tile_dpbsud(2, 5, 6);
+      _tile_dpbssd(3, 5, 7);
+    }
+  }
+  _tile_stored(0, c, kCStride);
+  _tile_stored(1, c + kCInts, kCStride);
+  if constexpr (TT == 2) {
+    _tile_stored(2, c + 2 * kCInts, kCStride);
+    _tile_stored(3, c + 3 * kCInts, kCStride);
+  }
+}
+
+// sum = sum + (d_w d_x) isum, isum = 128 C_hi + C_lo: the VNNI kernel's
+// separately rounded multiply and add.
+template <int TT>
+[[gnu::always_inline]] inline void q6_k_post(const Q6KArgs& a, int64_t b, const int32_t* c,
+                                             __m512* acc) {
+  const __m512 d = a.w[b].d;
+#pragma GCC unroll 2
+  for (int tt = 0; tt < TT; ++tt) {
+#pragma GCC unroll 4
+    for (int mm = 0; mm < kTileTokens; ++mm) {
+      const int m = tt * kTileTokens + mm;
+      const __m512i lo = _mm512_load_si512(c + (2 * tt) * kCInts + mm * kTileRows);
+      const __m512i hi = _mm512_load_si512(c + (2 * tt + 1) * kCInts + mm * kTileRows);
+      const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(hi, 7), lo);
+      const __m512 scale = _mm512_mul_round_ps(d, _mm512_set1_ps(a.dx[m * a.nb + b]), kRound);
+      acc[m] = _mm512_add_round_ps(
+          acc[m], _mm512_mul_round_ps(scale, _mm512_cvtepi32_ps(isum), kRound), kRound);
+    }
+  }
+}
+
+template <int TT>
+__attribute__((noinline)) void q6_k_step(const Q6KArgs& a, float* out, int64_t out_stride,
+                                         __mmask16 mask) {
+  alignas(64) __m512 acc[2 * kTileTokens];
+  for (int m = 0; m < TT * kTileTokens; ++m) acc[m] = _mm512_setzero_ps();
+  alignas(64) int32_t c[2][4 * kCInts];
+  q6_k_issue<TT>(a, 0, c[0]);
+  for (int64_t b = 0; b < a.nb; ++b) {
+    if (b + 1 < a.nb) q6_k_issue<TT>(a, b + 1, c[(b + 1) & 1]);
+    q6_k_post<TT>(a, b, c[b & 1], acc);
+  }
+  for (int m = 0; m < TT * kTileTokens; ++m) {
+    _mm512_mask_storeu_ps(out + m * out_stride, mask, acc[m]);
+  }
+}
+
+void q6_k_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n_amx,
+               float* y, int64_t r0, int64_t r1) {
+  use_tile_shape(TileShape::kK64);
+  const int64_t nb = w.cols / kQK_K;
+  thread_local std::vector<uint8_t> xq_raw, dx_raw, stage;
+  thread_local std::vector<Q6KTiles> tiles;
+  uint8_t* xq = scratch<uint8_t>(xq_raw, static_cast<size_t>(n_amx) * w.cols);
+  float* dx = scratch<float>(dx_raw, static_cast<size_t>(n_amx * nb));
+  lay_out_activations(x_enc, x_row_bytes, n_amx, nb, 64, xq, dx);
+  if (tiles.size() < static_cast<size_t>(nb)) tiles.resize(nb);
+  alignas(64) PackedQ6K packed;
+  Q6KArgs a{};
+  a.nb = nb;
+  a.w = tiles.data();
+  for (int64_t r = r0; r < r1; r += kTileRows) {
+    const RowTile rt = avx512_kquant::stage_row_tile(w, r, r1, &stage);
+    for (int64_t b = 0; b < nb; ++b) {
+      avx512_kquant::pack_q6_k(rt, b, &packed);
+      split_q6_k(packed, &tiles[b]);
+    }
+    memory_barrier();
+    const auto mask = static_cast<__mmask16>((1u << rt.num_rows) - 1u);
+    for (int64_t t = 0; t < n_amx; t += 2 * kTileTokens) {
+      a.xq = xq + static_cast<size_t>(t / kTileTokens * nb * kQ6KChunks) * kQ6KABytes;
+      a.dx = dx + t * nb;
+      float* out = y + t * w.rows + r;
+      if (n_amx - t > kTileTokens) {
+        q6_k_step<2>(a, out, w.rows, mask);
+      } else {
+        q6_k_step<1>(a, out, w.rows, mask);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool kquant_matmul_supports(const WeightView& w) {
-  return w.layout == WeightLayout::kGguf && w.type == DType::kQ4_K;
+  return w.layout == WeightLayout::kGguf && (w.type == DType::kQ4_K || w.type == DType::kQ6_K);
 }
 
 void kquant_matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
@@ -299,7 +447,11 @@ void kquant_matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_
                                n - n_amx, y + n_amx * w.rows, row_begin, row_end);
   }
   if (n_amx == 0) return;
-  if (w.type == DType::kQ4_K) q4_k_rows(w, x_enc, x_row_bytes, n_amx, y, row_begin, row_end);
+  if (w.type == DType::kQ4_K) {
+    q4_k_rows(w, x_enc, x_row_bytes, n_amx, y, row_begin, row_end);
+  } else if (w.type == DType::kQ6_K) {
+    q6_k_rows(w, x_enc, x_row_bytes, n_amx, y, row_begin, row_end);
+  }
 }
 
 }  // namespace strata::amx

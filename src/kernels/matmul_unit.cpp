@@ -73,7 +73,7 @@ bool is_tiled_int8(const WeightView& w) {
 
 // amx::kquant_matmul_supports, while the VNNI kernel runs the type.
 bool is_gguf_kquant(const WeightView& w) {
-  return w.layout == WeightLayout::kGguf && w.type == DType::kQ4_K &&
+  return w.layout == WeightLayout::kGguf && (w.type == DType::kQ4_K || w.type == DType::kQ6_K) &&
          kernel_isa() == KernelIsa::kAvx512Vnni;
 }
 

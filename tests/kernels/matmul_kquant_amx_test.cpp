@@ -84,7 +84,7 @@ std::vector<float> make_x(int64_t n, int64_t cols, uint32_t seed) {
   return x;
 }
 
-const DType kTypes[] = {DType::kQ4_K};
+const DType kTypes[] = {DType::kQ4_K, DType::kQ6_K};
 
 TEST(MatmulKQuantAmx, BitIdenticalToVnniAndReferenceOnOddShapes) {
   SKIP_WITHOUT_AMX();
