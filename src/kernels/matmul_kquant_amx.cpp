@@ -10,8 +10,10 @@
 // weights is all the memory there is; its cost is shared by n / 16 token
 // tiles (a few percent at n = 512).
 //
-// Activations: the Q8_K quants are laid out once per call in A-tile order
-// (16 tokens x K bytes per tile), the block scales gathered as fp32.
+// Activations: the A tiles are loaded straight from the Q8_K rows (row
+// stride = the activation row's bytes): laying them out in tile order
+// first cost a fixed ~0.5 ms per call at n = 512, which the 512-row
+// calibration saw as a tie.
 //
 // Q4_K, tile shape K = 32: one TDPBSSD per 32-element sub-block gives the
 // exact dot_s = sum(q x) for 16 tokens x 16 rows. The VNNI kernel's
@@ -64,24 +66,14 @@ constexpr int kTileRows = avx512_kquant::kRowTile;
 constexpr int kCInts = kTileTokens * kTileRows;  // one C tile's int32 results
 constexpr long kCStride = kTileRows * sizeof(int32_t);
 constexpr size_t kBRowBytes = 64;  // 16 weight rows x 4 bytes
+constexpr size_t kXQs = offsetof(BlockQ8_K, qs);
 constexpr size_t kXBsums = offsetof(BlockQ8_K, bsums);
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 // Q4_K: eight 32-element sub-blocks per super-block, one K = 32 tile each.
 constexpr int kQ4KSubs = kQK_K / 32;
-constexpr size_t kQ4KABytes = kTileTokens * 32;
 // Q6_K: four 64-element chunks per super-block, one K = 64 tile each.
 constexpr int kQ6KChunks = kQK_K / 64;
-constexpr size_t kQ6KABytes = kTileTokens * 64;
-
-// Thread-local 64-byte aligned scratch, reused across calls.
-template <class T>
-T* scratch(std::vector<uint8_t>& raw, size_t count) {
-  const size_t bytes = count * sizeof(T) + 64;
-  if (raw.size() < bytes) raw.resize(bytes);
-  const auto addr = reinterpret_cast<uintptr_t>(raw.data());
-  return reinterpret_cast<T*>(raw.data() + ((64 - addr % 64) % 64));
-}
 
 // Compiler barrier: GCC's tile intrinsics are asm statements that declare
 // no memory input, so the stores that fill their operands must be fenced.
@@ -95,50 +87,28 @@ inline __m512i bcast32(const uint8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// The activations of tokens [0, n_amx) in A-tile order: token tile tt,
-// piece i (of `pieces` per row, `piece_bytes` each) at
-// xq + (tt * pieces + i) * 16 * piece_bytes; and dx[t * nb + b], the fp32
-// block scales.
-void lay_out_activations(const uint8_t* x_enc, size_t x_row_bytes, int64_t n_amx, int64_t nb,
-                         size_t piece_bytes, uint8_t* xq, float* dx) {
-  const int64_t per_block = kQK_K / static_cast<int64_t>(piece_bytes);
-  const int64_t pieces = nb * per_block;
-  const size_t a_bytes = kTileTokens * piece_bytes;
-  for (int64_t t = 0; t < n_amx; ++t) {
-    const auto* blocks =
-        reinterpret_cast<const BlockQ8_K*>(x_enc + static_cast<size_t>(t) * x_row_bytes);
-    uint8_t* tile = xq + static_cast<size_t>(t / kTileTokens * pieces) * a_bytes +
-                    static_cast<size_t>(t % kTileTokens) * piece_bytes;
-    for (int64_t b = 0; b < nb; ++b) {
-      dx[t * nb + b] = blocks[b].d;
-      for (int64_t k = 0; k < per_block; ++k) {
-        std::memcpy(tile + static_cast<size_t>(b * per_block + k) * a_bytes,
-                    blocks[b].qs + k * piece_bytes, piece_bytes);
-      }
-    }
-  }
-  memory_barrier();  // the stores must land before tileloadd reads them
-}
-
 // ---------------------------------------------------------------------------
 // Q4_K
 
 struct Q4KArgs {
   const PackedQ4K* w[2];  // the row tiles' packed super-blocks
-  const uint8_t* xq;      // A tiles of this step's first token tile
-  const float* dx;        // token m, block b: dx[m * nb + b]
-  const uint8_t* x;       // token m's Q8_K row at x + m * x_row_bytes (block sums)
+  const uint8_t* x;       // the step's token m: its Q8_K row at x + m * x_row_bytes
   size_t x_row_bytes;
   int64_t nb;
 };
+
+inline float block_scale(const uint8_t* x, size_t x_row_bytes, int m, int64_t b) {
+  return reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(m) * x_row_bytes)[b].d;
+}
 
 // C[2 tt + h] = A[tt] x B[h] for sub-block i (super-block i / 8), stored to c.
 template <int TT, int WT>
 [[gnu::always_inline]] inline void q4_k_issue(const Q4KArgs& a, int64_t i, int32_t* c) {
   const int64_t b = i / kQ4KSubs, s = i % kQ4KSubs;
-  const int64_t subs = a.nb * kQ4KSubs;
-  _tile_loadd(4, a.xq + static_cast<size_t>(i) * kQ4KABytes, 32);
-  if constexpr (TT == 2) _tile_loadd(5, a.xq + static_cast<size_t>(subs + i) * kQ4KABytes, 32);
+  const uint8_t* xa = a.x + static_cast<size_t>(b) * sizeof(BlockQ8_K) + kXQs + 32 * s;
+  const auto stride = static_cast<long>(a.x_row_bytes);
+  _tile_loadd(4, xa, stride);
+  if constexpr (TT == 2) _tile_loadd(5, xa + kTileTokens * a.x_row_bytes, stride);
   _tile_loadd(6, &a.w[0][b].q[8 * s], kBRowBytes);
   if constexpr (WT == 2) _tile_loadd(7, &a.w[1][b].q[8 * s], kBRowBytes);
   _tile_zero(0);
@@ -178,7 +148,7 @@ template <int TT, int WT>
   if (s == 0) {
     const __m512i zero = _mm512_setzero_si512();
     for (int m = 0; m < TT * kTileTokens; ++m) {
-      const __m512 dx = _mm512_set1_ps(a.dx[m * a.nb + b]);
+      const __m512 dx = _mm512_set1_ps(block_scale(a.x, a.x_row_bytes, m, b));
       const uint8_t* bs = a.x + static_cast<size_t>(m) * a.x_row_bytes +
                           static_cast<size_t>(b) * sizeof(BlockQ8_K) + kXBsums;
 #pragma GCC unroll 2
@@ -245,11 +215,8 @@ void q4_k_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, in
                float* y, int64_t r0, int64_t r1) {
   use_tile_shape(TileShape::kK32);
   const int64_t nb = w.cols / kQK_K;
-  thread_local std::vector<uint8_t> xq_raw, dx_raw, stage;
+  thread_local std::vector<uint8_t> stage;
   thread_local std::vector<PackedQ4K> packed;
-  uint8_t* xq = scratch<uint8_t>(xq_raw, static_cast<size_t>(n_amx) * w.cols);
-  float* dx = scratch<float>(dx_raw, static_cast<size_t>(n_amx * nb));
-  lay_out_activations(x_enc, x_row_bytes, n_amx, nb, 32, xq, dx);
   if (packed.size() < static_cast<size_t>(2 * nb)) packed.resize(2 * nb);
   Q4KArgs a{};
   a.nb = nb;
@@ -267,8 +234,6 @@ void q4_k_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, in
     memory_barrier();
     for (int64_t t = 0; t < n_amx; t += 2 * kTileTokens) {
       const int tt = n_amx - t > kTileTokens ? 2 : 1;
-      a.xq = xq + static_cast<size_t>(t / kTileTokens * nb * kQ4KSubs) * kQ4KABytes;
-      a.dx = dx + t * nb;
       a.x = x_enc + static_cast<size_t>(t) * x_row_bytes;
       float* out = y + t * w.rows + r;
       if (tt == 2 && wt == 2) {
@@ -321,8 +286,8 @@ void split_q6_k(const PackedQ6K& p, Q6KTiles* t) {
 
 struct Q6KArgs {
   const Q6KTiles* w;  // the row tile's super-blocks
-  const uint8_t* xq;  // A tiles of this step's first token tile
-  const float* dx;    // token m, block b: dx[m * nb + b]
+  const uint8_t* x;   // the step's token m: its Q8_K row at x + m * x_row_bytes
+  size_t x_row_bytes;
   int64_t nb;
 };
 
@@ -330,8 +295,9 @@ struct Q6KArgs {
 // tmm 2 tt + 1, accumulated over the four chunks, stored to c.
 template <int TT>
 [[gnu::always_inline]] inline void q6_k_issue(const Q6KArgs& a, int64_t b, int32_t* c) {
-  const int64_t chunks = a.nb * kQ6KChunks;
   const Q6KTiles& w = a.w[b];
+  const uint8_t* xb = a.x + static_cast<size_t>(b) * sizeof(BlockQ8_K) + kXQs;
+  const auto stride = static_cast<long>(a.x_row_bytes);
   _tile_zero(0);
   _tile_zero(1);
   if constexpr (TT == 2) {
@@ -340,9 +306,8 @@ template <int TT>
   }
 #pragma GCC unroll 4
   for (int k = 0; k < kQ6KChunks; ++k) {
-    const int64_t i = b * kQ6KChunks + k;
-    _tile_loadd(4, a.xq + static_cast<size_t>(i) * kQ6KABytes, 64);
-    if constexpr (TT == 2) _tile_loadd(5, a.xq + static_cast<size_t>(chunks + i) * kQ6KABytes, 64);
+    _tile_loadd(4, xb + 64 * k, stride);
+    if constexpr (TT == 2) _tile_loadd(5, xb + 64 * k + kTileTokens * a.x_row_bytes, stride);
     _tile_loadd(6, &w.lo[16 * k], kBRowBytes);
     _tile_loadd(7, &w.hi[16 * k], kBRowBytes);
     _tile_dpbsud(0, 4, 6);
@@ -374,7 +339,8 @@ template <int TT>
       const __m512i lo = _mm512_load_si512(c + (2 * tt) * kCInts + mm * kTileRows);
       const __m512i hi = _mm512_load_si512(c + (2 * tt + 1) * kCInts + mm * kTileRows);
       const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(hi, 7), lo);
-      const __m512 scale = _mm512_mul_round_ps(d, _mm512_set1_ps(a.dx[m * a.nb + b]), kRound);
+      const __m512 scale =
+          _mm512_mul_round_ps(d, _mm512_set1_ps(block_scale(a.x, a.x_row_bytes, m, b)), kRound);
       acc[m] = _mm512_add_round_ps(
           acc[m], _mm512_mul_round_ps(scale, _mm512_cvtepi32_ps(isum), kRound), kRound);
     }
@@ -401,15 +367,13 @@ void q6_k_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, in
                float* y, int64_t r0, int64_t r1) {
   use_tile_shape(TileShape::kK64);
   const int64_t nb = w.cols / kQK_K;
-  thread_local std::vector<uint8_t> xq_raw, dx_raw, stage;
+  thread_local std::vector<uint8_t> stage;
   thread_local std::vector<Q6KTiles> tiles;
-  uint8_t* xq = scratch<uint8_t>(xq_raw, static_cast<size_t>(n_amx) * w.cols);
-  float* dx = scratch<float>(dx_raw, static_cast<size_t>(n_amx * nb));
-  lay_out_activations(x_enc, x_row_bytes, n_amx, nb, 64, xq, dx);
   if (tiles.size() < static_cast<size_t>(nb)) tiles.resize(nb);
   alignas(64) PackedQ6K packed;
   Q6KArgs a{};
   a.nb = nb;
+  a.x_row_bytes = x_row_bytes;
   a.w = tiles.data();
   for (int64_t r = r0; r < r1; r += kTileRows) {
     const RowTile rt = avx512_kquant::stage_row_tile(w, r, r1, &stage);
@@ -420,8 +384,7 @@ void q6_k_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, in
     memory_barrier();
     const auto mask = static_cast<__mmask16>((1u << rt.num_rows) - 1u);
     for (int64_t t = 0; t < n_amx; t += 2 * kTileTokens) {
-      a.xq = xq + static_cast<size_t>(t / kTileTokens * nb * kQ6KChunks) * kQ6KABytes;
-      a.dx = dx + t * nb;
+      a.x = x_enc + static_cast<size_t>(t) * x_row_bytes;
       float* out = y + t * w.rows + r;
       if (n_amx - t > kTileTokens) {
         q6_k_step<2>(a, out, w.rows, mask);

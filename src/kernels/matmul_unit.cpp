@@ -1,5 +1,6 @@
 #include "kernels/matmul_unit.h"
 
+#include <emmintrin.h>  // _mm_clflush (SSE2: baseline x86-64)
 #include <time.h>
 
 #include <algorithm>
@@ -95,9 +96,18 @@ double thread_cpu_us() {
 
 // One thread's share of a matmul on `unit`: rows [0, rows) of w against n
 // encoded activation rows, on this thread. Microseconds of CPU time.
+//
+// The weight rows are flushed from the caches first: in a forward pass each
+// weight comes from DRAM (a model's layers are far larger than the caches),
+// and rows repeated warm from L2 would favour the unit that is slower at
+// streaming them (the Q4_K kernels' margin is small enough to flip).
 double time_us(MatmulUnit unit, const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
                int64_t n, float* y, int64_t rows) {
   const UnitPair& u = units_of(w);
+  const auto* bytes = static_cast<const char*>(w.data);
+  const size_t weight_bytes = static_cast<size_t>(rows) * w.row_bytes;
+  for (size_t o = 0; o < weight_bytes; o += 64) _mm_clflush(bytes + o);
+  _mm_mfence();
   const double t0 = thread_cpu_us();
   (unit == MatmulUnit::kAmx ? u.amx_rows : u.vnni_rows)(w, x_enc, x_row_bytes, n, y, 0, rows);
   return thread_cpu_us() - t0;
