@@ -115,7 +115,8 @@ void matmul_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Matmul)->Apply(matmul_args);
 
-// AMX vs VNNI side by side on the same packed Q8_0/Q4_0 weight (unit 0 =
+// AMX vs VNNI side by side on the same weight (Q8_0/Q4_0 packed, Q4_K/Q6_K
+// in the GGUF layout; unit 0 =
 // VNNI, 1 = AMX forced; the two give the same bits). Skipped without AMX.
 // Counter GOPS = 2 * rows * cols * n / time; time as in BM_ModelStepUnit.
 void BM_MatmulUnit(benchmark::State& state) {
@@ -151,8 +152,9 @@ void BM_MatmulUnit(benchmark::State& state) {
                  (cpu_time ? " (thread cpu time)" : " (wall time)"));
 }
 BENCHMARK(BM_MatmulUnit)
-    ->ArgsProduct({{static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0)},
-                   {2048, 5632},
+    ->ArgsProduct({{static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
+                    static_cast<int64_t>(DType::kQ4_K), static_cast<int64_t>(DType::kQ6_K)},
+                   {512, 2048, 5632},
                    {2048},
                    {16, 32, 128, 512},
                    {0, 1}})
@@ -160,6 +162,10 @@ BENCHMARK(BM_MatmulUnit)
     ->Args({static_cast<int64_t>(DType::kQ8_0), 2048, 5632, 512, 1})
     ->Args({static_cast<int64_t>(DType::kQ4_0), 2048, 5632, 512, 0})
     ->Args({static_cast<int64_t>(DType::kQ4_0), 2048, 5632, 512, 1})
+    ->Args({static_cast<int64_t>(DType::kQ4_K), 2048, 5632, 512, 0})
+    ->Args({static_cast<int64_t>(DType::kQ4_K), 2048, 5632, 512, 1})
+    ->Args({static_cast<int64_t>(DType::kQ6_K), 2048, 5632, 512, 0})
+    ->Args({static_cast<int64_t>(DType::kQ6_K), 2048, 5632, 512, 1})
     ->ArgNames({"type", "rows", "cols", "n", "amx"})
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime();
@@ -225,8 +231,29 @@ BENCHMARK(BM_ModelStep)
 // side by side in one run. On a shared machine, wall time measures the
 // neighbours too: with STRATA_BENCH_THREADS=1 the time is this thread's CPU
 // time (the pool of one runs on it), which they do not inflate.
+//
+// type kQ4KMix: the Q4_K_M mix as strata-mkmodel writes it (Q4_K, with Q6_K
+// attn_v / ffn_down in the first and last eighth of the layers and every
+// third layer between).
+constexpr int64_t kQ4KMix = 100;
+
+bool q4_k_m_wants_q6_k(int layer, int num_layers) {
+  const int eighth = num_layers / 8;
+  return layer < eighth || layer >= 7 * num_layers / 8 || (layer - eighth) % 3 == 2;
+}
+
+// The 1.1B layer shapes {rows, cols} in order q, k, v, o, gate, up, down.
+const std::pair<int64_t, int64_t> kLayerShapes[] = {
+    {2048, 2048}, {256, 2048}, {256, 2048}, {2048, 2048}, {5632, 2048}, {5632, 2048}, {2048, 5632}};
+
+DType layer_weight_type(int64_t type_arg, int layer, int num_layers, int which) {
+  if (type_arg != kQ4KMix) return static_cast<DType>(type_arg);
+  const bool v_or_down = which == 2 || which == 6;
+  return v_or_down && q4_k_m_wants_q6_k(layer, num_layers) ? DType::kQ6_K : DType::kQ4_K;
+}
+
 void BM_ModelStepUnit(benchmark::State& state) {
-  const auto type = static_cast<DType>(state.range(0));
+  const int64_t type_arg = state.range(0);
   const int64_t n = state.range(1);
   const bool amx = state.range(2) != 0;
   if (!amx_support().usable()) {
@@ -234,19 +261,14 @@ void BM_ModelStepUnit(benchmark::State& state) {
     return;
   }
   constexpr int kLayers = 22;
-  constexpr int64_t kHidden = 2048, kFfn = 5632, kKv = 256;
+  constexpr int64_t kFfn = 5632;
   std::vector<std::unique_ptr<BenchWeight>> weights;
   uint32_t seed = 10;
   for (int l = 0; l < kLayers; ++l) {
-    for (const auto& [rows, cols] :
-         std::initializer_list<std::pair<int64_t, int64_t>>{{kHidden, kHidden},
-                                                            {kKv, kHidden},
-                                                            {kKv, kHidden},
-                                                            {kHidden, kHidden},
-                                                            {kFfn, kHidden},
-                                                            {kFfn, kHidden},
-                                                            {kHidden, kFfn}}) {
-      weights.push_back(make_weight(type, rows, cols, seed++));
+    for (int i = 0; i < 7; ++i) {
+      const auto [rows, cols] = kLayerShapes[i];
+      weights.push_back(
+          make_weight(layer_weight_type(type_arg, l, kLayers, i), rows, cols, seed++));
     }
   }
   const auto x = random_floats(n * kFfn, 3);
@@ -268,16 +290,57 @@ void BM_ModelStepUnit(benchmark::State& state) {
   set_amx_mode(previous);
   const double iters = static_cast<double>(state.iterations());
   state.counters["tok_per_s"] = benchmark::Counter(iters * n, benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(dtype_name(type)) + (amx ? " amx" : " vnni") +
+  const std::string name =
+      type_arg == kQ4KMix ? "q4_K_M" : std::string(dtype_name(static_cast<DType>(type_arg)));
+  state.SetLabel(name + (amx ? " amx" : " vnni") +
                  (cpu_time ? " (thread cpu time)" : " (wall time)"));
 }
 BENCHMARK(BM_ModelStepUnit)
-    ->ArgsProduct({{static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0)},
+    ->ArgsProduct({{static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
+                    kQ4KMix},
                    {1, 8, 32, 128, 512},
                    {0, 1}})
     ->ArgNames({"type", "n", "amx"})
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime();
+
+// The unit the start-up calibration (kernels/matmul_unit.h) picks for each
+// 1.1B layer shape of a weight type, at the scheduler's token counts: the
+// label is matmul_unit_summary(), the start-up log's lines, joined by " | ".
+// Timed: one calibration of the seven shapes.
+void BM_MatmulUnitChoice(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  if (!amx_support().usable()) {
+    state.SkipWithError(amx_support().reason());
+    return;
+  }
+  std::vector<std::unique_ptr<BenchWeight>> weights;
+  std::vector<WeightView> views;
+  for (const auto& [rows, cols] : kLayerShapes) {
+    weights.push_back(make_weight(type, rows, cols, 5));
+    views.push_back(weights.back()->view);
+  }
+  const AmxMode previous = amx_mode();
+  set_amx_mode(AmxMode::kMeasured);
+  for (auto _ : state) {
+    clear_matmul_unit_choices();
+    benchmark::DoNotOptimize(calibrate_matmul_units(views));
+  }
+  std::string label;
+  for (const std::string& line : matmul_unit_summary())
+    label += (label.empty() ? "" : " | ") + line;
+  clear_matmul_unit_choices();
+  set_amx_mode(previous);
+  state.SetLabel(label);
+}
+BENCHMARK(BM_MatmulUnitChoice)
+    ->Args({static_cast<int64_t>(DType::kQ8_0)})
+    ->Args({static_cast<int64_t>(DType::kQ4_0)})
+    ->Args({static_cast<int64_t>(DType::kQ4_K)})
+    ->Args({static_cast<int64_t>(DType::kQ6_K)})
+    ->ArgNames({"type"})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 // Paged attention at TinyLlama shapes (32 query / 4 KV heads of 64, blocks
 // of 16). Args: ctx = context of the chunk's sequence, n = tokens of that

@@ -8,6 +8,7 @@
 #include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/matmul_float_avx512.h"
+#include "kernels/matmul_kquant_amx.h"
 #include "kernels/matmul_kquant_avx512.h"
 #include "kernels/matmul_unit.h"
 #include "kernels/vec_dot.h"
@@ -68,6 +69,10 @@ constexpr MatmulBackend kAmxQuantBackend = {avx512::activation_row_bytes,
 constexpr MatmulBackend kAvx512KQuantBackend = {
     avx512_kquant::activation_row_bytes, avx512_kquant::encode_activation_row,
     avx512_kquant::split_rows, avx512_kquant::matmul_rows};
+// The AMX Q4_K/Q6_K kernel reads the VNNI kernel's activations and weights.
+constexpr MatmulBackend kAmxKQuantBackend = {avx512_kquant::activation_row_bytes,
+                                             avx512_kquant::encode_activation_row,
+                                             avx512_kquant::split_rows, amx::kquant_matmul_rows};
 constexpr MatmulBackend kAvx512FloatBackend = {avx512_float::activation_row_bytes,
                                                avx512_float::encode_activation_row,
                                                avx512_float::split_rows, avx512_float::matmul_rows};
@@ -86,7 +91,10 @@ const MatmulBackend& backend_for(const WeightView& w, int64_t n) {
   const KernelIsa isa = kernel_isa();
   if (isa == KernelIsa::kAvx512Vnni) {
     if (avx512::matmul_supports(type)) return kAvx512QuantBackend;
-    if (avx512_kquant::matmul_supports(type)) return kAvx512KQuantBackend;
+    if (avx512_kquant::matmul_supports(type)) {
+      // Q4_K/Q6_K: per shape and n, AMX or VNNI (same bits).
+      return matmul_unit_for(w, n) == MatmulUnit::kAmx ? kAmxKQuantBackend : kAvx512KQuantBackend;
+    }
     if (avx512_float::matmul_supports(type)) return kAvx512FloatBackend;
   }
   if (kernel_isa_has_avx2(isa) && avx2::matmul_supports(type)) return kAvx2Backend;

@@ -62,25 +62,29 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
-TileConfig make_config() {
+// tmm0-3: C, 16 tokens x 16 int32; tmm4-5: A, 16 tokens x k_bytes
+// activation quants; tmm6-7: B, k_bytes / 4 groups x 16 rows x 4 bytes.
+TileConfig make_config(TileShape shape) {
+  const int k_bytes = shape == TileShape::kK64 ? 64 : kQK8_0;
   TileConfig c;
   c.palette = 1;
-  for (int i : {0, 1, 2, 3}) {  // C: 16 tokens x 16 int32
+  for (int i : {0, 1, 2, 3}) {
     c.rows[i] = kTileTokens;
     c.colsb[i] = kTileRows * sizeof(int32_t);
   }
-  for (int i : {4, 5}) {  // A: 16 tokens x one block of quants
+  for (int i : {4, 5}) {
     c.rows[i] = kTileTokens;
-    c.colsb[i] = kQK8_0;
+    c.colsb[i] = static_cast<uint16_t>(k_bytes);
   }
-  for (int i : {6, 7}) {  // B: 8 groups x 16 rows x 4 bytes
-    c.rows[i] = kGroups;
+  for (int i : {6, 7}) {
+    c.rows[i] = static_cast<uint8_t>(k_bytes / 4);
     c.colsb[i] = kBRowBytes;
   }
   return c;
 }
 
-thread_local bool t_configured = false;
+// The shape this thread's tile configuration holds (-1: none yet).
+thread_local int t_shape = -1;
 
 // Compiler barrier: GCC's tile intrinsics are asm statements that declare
 // no (or too small a) memory input, so without it stores that feed them
@@ -90,8 +94,7 @@ inline void memory_barrier() {
 }
 
 void ensure_configured() {
-  if (t_configured) return;
-  configure_thread_tiles();
+  use_tile_shape(TileShape::kK32);
 }
 
 constexpr int kCInts = kTileTokens * kTileRows;   // one C tile's int32 results
@@ -226,8 +229,8 @@ bool matmul_supports(const WeightView& w) {
   return w.layout == WeightLayout::kTiled16 && (w.type == DType::kQ8_0 || w.type == DType::kQ4_0);
 }
 
-bool configure_thread_tiles() {
-  TileConfig cfg = make_config();
+bool configure_thread_tiles(TileShape shape) {
+  TileConfig cfg = make_config(shape);
   // GCC 12's _tile_loadconfig declares it reads 8 bytes of cfg, so without
   // this barrier the stores of the other 56 are dead to it and dropped.
   asm volatile("" : : "r"(&cfg) : "memory");
@@ -237,8 +240,12 @@ bool configure_thread_tiles() {
   asm volatile("" : : "r"(back) : "memory");
   _tile_storeconfig(back);
   asm volatile("" : : "r"(back) : "memory");
-  t_configured = true;
+  t_shape = static_cast<int>(shape);
   return std::memcmp(&cfg, back, sizeof(cfg)) == 0;
+}
+
+void use_tile_shape(TileShape shape) {
+  if (t_shape != static_cast<int>(shape)) configure_thread_tiles(shape);
 }
 
 int tile_dot_loop(int64_t iters) {

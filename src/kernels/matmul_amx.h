@@ -18,11 +18,21 @@ namespace strata::amx {
 // Whether matmul_rows handles this weight (Q4_0/Q8_0 in kTiled16).
 bool matmul_supports(const WeightView& w);
 
-// Loads this thread's tile configuration (once per thread; matmul_rows does
-// it itself). Returns whether the configuration read back with
-// _tile_storeconfig equals the one written: false would mean the compiler
-// dropped the stores that fill it (GCC 12 does without a barrier).
-bool configure_thread_tiles();
+// The tile shapes the kernels use, K = the bytes of activation per A-tile
+// row: kK32 (one 32-element block; Q8_0, Q4_0, Q4_K's sub-blocks) and kK64
+// (Q6_K). tmm0-3 hold C (16 x 16 int32), tmm4-5 A (16 tokens x K bytes),
+// tmm6-7 B (K / 4 rows x 64 bytes: 16 weight rows x 4 quants).
+enum class TileShape : uint8_t { kK32, kK64 };
+
+// Loads this thread's tile configuration for `shape`. Returns whether the
+// configuration read back with _tile_storeconfig equals the one written:
+// false would mean the compiler dropped the stores that fill it (GCC 12
+// does without a barrier).
+bool configure_thread_tiles(TileShape shape = TileShape::kK32);
+
+// Loads `shape`'s configuration unless this thread holds it already (every
+// kernel calls it before its first tile instruction).
+void use_tile_shape(TileShape shape);
 
 // As avx512::matmul_rows for a kTiled16 weight (row_begin a multiple of
 // 16): whole 16-token tiles run on the tile unit, the last n % 16 tokens on

@@ -1,6 +1,7 @@
 // AVX-512 VNNI matmul for Q4_K and Q6_K weights against Q8_K activations.
 //
-// Layout of a packed super-block (16 rows, lanes = rows): q[i] holds, in
+// Layout of a packed super-block (16 rows, lanes = rows; the structs are in
+// kquant_packed_avx512.h, shared with the AMX kernel): q[i] holds, in
 // dword lane j, row j's four quants of elements 4i..4i+3 as unsigned bytes
 // (Q4_K nibbles 0..15, Q6_K values 0..63, i.e. q + 32), so group i meets the
 // activation dword x.qs[4i..4i+3] and
@@ -18,6 +19,8 @@
 // copied to a per-thread stage in address order (see stage_row_tile).
 // Decode-sized n takes the row-wise kernels instead (see the header).
 #include "kernels/matmul_kquant_avx512.h"
+
+#include "kernels/kquant_packed_avx512.h"
 
 // GCC 12's AVX-512 intrinsics seed their "undefined" pass-through operands
 // with a self-initialized variable, which -Wuninitialized reports when inlined.
@@ -44,9 +47,7 @@
 namespace strata::avx512_kquant {
 namespace {
 
-constexpr int kRowTile = 16;        // rows per tile: one dword lane each
-constexpr int kGroups = kQK_K / 4;  // four-element groups per super-block
-constexpr int kTokenTile = 8;       // tokens per register tile
+constexpr int kTokenTile = 8;  // tokens per register tile
 // Up to this many tokens (decode) the row-wise kernels run instead of the
 // tiles: with weights in DRAM (TinyLlama shapes, 2 threads) they are faster
 // for n <= 2, even at 3 and slower from 4 on, where a tile's packing is
@@ -64,31 +65,10 @@ constexpr size_t kTokenChunkBytes = 768 * 1024;
 constexpr size_t kXQs = offsetof(BlockQ8_K, qs);
 constexpr size_t kXBsums = offsetof(BlockQ8_K, bsums);
 
-struct PackedQ4K {
-  __m512i q[kGroups];
-  __m512i sc[8];  // sub-block scale, int32
-  __m512i mm[8];  // sub-block min m as the int16 pair (m, m)
-  __m512 d, dmin;
-};
-
-struct PackedQ6K {
-  __m512i q[kGroups];
-  __m512i sc[16];  // sub-block scale, int32
-  __m512i nsc[8];  // int16 pairs (-32 sc_2i, -32 sc_2i+1)
-  __m512 d;
-};
-
 // Per-output running sums between super-block blocks.
 struct alignas(64) Accum {
   __m512 sum;
   __m512 min;  // Q4_K only
-};
-
-// The rows of a tile; rows past the weight's end repeat its last row (their
-// outputs are computed but never stored).
-struct RowTile {
-  const uint8_t* row[kRowTile];
-  int num_rows;
 };
 
 // Copies the tile's rows (contiguous in the weight) into *stage in address
@@ -96,6 +76,8 @@ struct RowTile {
 // copy. Packing 16 interleaved rows straight from DRAM streams at a fraction
 // of the bandwidth (per-row or next-tile prefetches did not fix it); the
 // copy is cheap next to packing and runs at the row-wise kernels' rate.
+}  // namespace
+
 RowTile stage_row_tile(const WeightView& w, int64_t r0, int64_t r_end,
                        std::vector<uint8_t>* stage) {
   RowTile t;
@@ -119,6 +101,8 @@ RowTile stage_row_tile(const WeightView& w, int64_t r0, int64_t r_end,
   }
   return t;
 }
+
+namespace {
 
 inline uint32_t load_u32(const uint8_t* p) {
   uint32_t v;
@@ -198,6 +182,8 @@ inline __m512i byte_of(__m512i v, int k) {
 // ---------------------------------------------------------------------------
 // Q4_K
 
+}  // namespace
+
 void pack_q4_k(const RowTile& rt, int64_t b, PackedQ4K* p) {
   const size_t off = static_cast<size_t>(b) * sizeof(BlockQ4_K);
   // Header: dword 0 = d | dmin << 16, dwords 1..3 = the 12 scale bytes.
@@ -243,6 +229,8 @@ void pack_q4_k(const RowTile& rt, int64_t b, PackedQ4K* p) {
     }
   }
 }
+
+namespace {
 
 // Adds super-block p (activation blocks xb[t]) to T tokens' sums.
 template <int T>
@@ -297,6 +285,8 @@ template <int T>
 
 // ---------------------------------------------------------------------------
 // Q6_K
+
+}  // namespace
 
 void pack_q6_k(const RowTile& rt, int64_t b, PackedQ6K* p) {
   const size_t off = static_cast<size_t>(b) * sizeof(BlockQ6_K);
@@ -356,6 +346,8 @@ void pack_q6_k(const RowTile& rt, int64_t b, PackedQ6K* p) {
     }
   }
 }
+
+namespace {
 
 template <int T>
 [[gnu::always_inline]] inline void q6_k_sums(const PackedQ6K& p, const uint8_t* const* xb,

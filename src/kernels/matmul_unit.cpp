@@ -1,5 +1,6 @@
 #include "kernels/matmul_unit.h"
 
+#include <emmintrin.h>  // _mm_clflush (SSE2: baseline x86-64)
 #include <time.h>
 
 #include <algorithm>
@@ -14,6 +15,8 @@
 #include "kernels/dispatch.h"
 #include "kernels/matmul_amx.h"
 #include "kernels/matmul_avx512.h"
+#include "kernels/matmul_kquant_amx.h"
+#include "kernels/matmul_kquant_avx512.h"
 
 namespace strata {
 namespace {
@@ -46,8 +49,41 @@ std::vector<ShapeChoice>& choices() {
   return c;
 }
 
-bool amx_applies(const WeightView& w) {
+// The two units of one weight family: the activation encoding both read,
+// and each unit's rows kernel.
+struct UnitPair {
+  size_t (*activation_row_bytes)(DType, int64_t);
+  void (*encode_activation_row)(DType, const float*, int64_t, void*);
+  void (*vnni_rows)(const WeightView&, const uint8_t*, size_t, int64_t, float*, int64_t, int64_t);
+  void (*amx_rows)(const WeightView&, const uint8_t*, size_t, int64_t, float*, int64_t, int64_t);
+};
+
+constexpr UnitPair kQuantUnits = {avx512::activation_row_bytes, avx512::encode_activation_row,
+                                  avx512::matmul_rows, amx::matmul_rows};
+constexpr UnitPair kKQuantUnits = {avx512_kquant::activation_row_bytes,
+                                   avx512_kquant::encode_activation_row, avx512_kquant::matmul_rows,
+                                   amx::kquant_matmul_rows};
+
+// The weights of amx::matmul_supports: kTiled16 Q4_0/Q8_0, packed for the
+// VNNI kernel, which alone reads that layout. (Spelled out here: code in
+// matmul_amx*.cpp may use AVX-512 even in a predicate, and this file runs
+// on every CPU.)
+bool is_tiled_int8(const WeightView& w) {
   return w.layout == WeightLayout::kTiled16 && (w.type == DType::kQ8_0 || w.type == DType::kQ4_0);
+}
+
+// amx::kquant_matmul_supports, while the VNNI kernel runs the type.
+bool is_gguf_kquant(const WeightView& w) {
+  return w.layout == WeightLayout::kGguf && (w.type == DType::kQ4_K || w.type == DType::kQ6_K) &&
+         kernel_isa() == KernelIsa::kAvx512Vnni;
+}
+
+bool amx_applies(const WeightView& w) {
+  return is_tiled_int8(w) || is_gguf_kquant(w);
+}
+
+const UnitPair& units_of(const WeightView& w) {
+  return is_tiled_int8(w) ? kQuantUnits : kKQuantUnits;
 }
 
 // CPU time of this thread, microseconds: unlike wall time, not inflated
@@ -60,14 +96,20 @@ double thread_cpu_us() {
 
 // One thread's share of a matmul on `unit`: rows [0, rows) of w against n
 // encoded activation rows, on this thread. Microseconds of CPU time.
+//
+// The weight rows are flushed from the caches first: in a forward pass each
+// weight comes from DRAM (a model's layers are far larger than the caches),
+// and rows repeated warm from L2 would favour the unit that is slower at
+// streaming them (the Q4_K kernels' margin is small enough to flip).
 double time_us(MatmulUnit unit, const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
                int64_t n, float* y, int64_t rows) {
+  const UnitPair& u = units_of(w);
+  const auto* bytes = static_cast<const char*>(w.data);
+  const size_t weight_bytes = static_cast<size_t>(rows) * w.row_bytes;
+  for (size_t o = 0; o < weight_bytes; o += 64) _mm_clflush(bytes + o);
+  _mm_mfence();
   const double t0 = thread_cpu_us();
-  if (unit == MatmulUnit::kAmx) {
-    amx::matmul_rows(w, x_enc, x_row_bytes, n, y, 0, rows);
-  } else {
-    avx512::matmul_rows(w, x_enc, x_row_bytes, n, y, 0, rows);
-  }
+  (unit == MatmulUnit::kAmx ? u.amx_rows : u.vnni_rows)(w, x_enc, x_row_bytes, n, y, 0, rows);
   return thread_cpu_us() - t0;
 }
 
@@ -153,11 +195,12 @@ std::vector<UnitTiming> calibrate_matmul_units(const std::vector<WeightView>& we
     std::mt19937 rng(static_cast<uint32_t>(w.rows * 31 + w.cols));
     std::normal_distribution<float> dist(0.0f, 1.0f);
     for (float& v : x) v = dist(rng);
-    const size_t x_row_bytes = avx512::activation_row_bytes(w.type, w.cols);
+    const UnitPair& units = units_of(w);
+    const size_t x_row_bytes = units.activation_row_bytes(w.type, w.cols);
     x_enc.resize(x_row_bytes * static_cast<size_t>(max_n));
     for (int64_t t = 0; t < max_n; ++t) {
-      avx512::encode_activation_row(w.type, x.data() + t * w.cols, w.cols,
-                                    x_enc.data() + static_cast<size_t>(t) * x_row_bytes);
+      units.encode_activation_row(w.type, x.data() + t * w.cols, w.cols,
+                                  x_enc.data() + static_cast<size_t>(t) * x_row_bytes);
     }
     const int64_t rows = std::min(w.rows, kTimedRows);
     y.resize(static_cast<size_t>(max_n * w.rows));

@@ -1,6 +1,8 @@
-// MatmulUnit: which kernel runs a Q4_0/Q8_0 matmul whose weight is in the
-// kTiled16 layout, the AVX-512 VNNI kernel or the AMX tile kernel, chosen
-// per (weight type, shape, token count).
+// MatmulUnit: which kernel runs an int8 matmul that has two, the AVX-512
+// VNNI kernel or the AMX tile kernel, chosen per (weight type, shape, token
+// count): Q4_0/Q8_0 weights in the kTiled16 layout (matmul_amx.h) and
+// Q4_K/Q6_K weights in the GGUF layout while the VNNI kernels run
+// (matmul_kquant_amx.h).
 //
 // Both units give the same bits for every input (same exact block dots,
 // same fp32 scale and FMA order), so the choice changes speed only, never
@@ -38,8 +40,8 @@ AmxMode set_amx_mode(AmxMode mode);
 // Without a measurement, AMX from this many tokens on (whole 16-token tiles).
 constexpr int64_t kAmxDefaultMinTokens = 32;
 
-// The unit matmul() uses for weight w (kTiled16 Q4_0/Q8_0; any other
-// weight answers kVnni) and n activation rows.
+// The unit matmul() uses for weight w (kTiled16 Q4_0/Q8_0, GGUF Q4_K/Q6_K
+// at the VNNI ISA; any other weight answers kVnni) and n activation rows.
 MatmulUnit matmul_unit_for(const WeightView& w, int64_t n);
 
 // The token counts the scheduler produces (decode, batched decode, prefill
@@ -65,9 +67,11 @@ struct UnitTiming {
 // matmul_unit_for then picks by it (a count between two measured ones
 // takes the choice of the largest one below it). Timing is one thread's
 // share of the work (up to 512 rows) on the calling thread in CPU time, so
-// a busy shared machine does not skew it. Returns the new timings (empty
-// when the mode is not kMeasured); ~0.3 s for the 1.1B layer shapes up to
-// n = 512. clear_matmul_unit_choices() forgets them.
+// a busy shared machine does not skew it; the timed weight rows are
+// flushed from the caches before each run, as a forward pass streams them
+// from DRAM. Returns the new timings (empty when the mode is not
+// kMeasured); ~0.4 s for the 1.1B layer shapes of one type up to n = 512.
+// clear_matmul_unit_choices() forgets them.
 std::vector<UnitTiming> calibrate_matmul_units(
     const std::vector<WeightView>& weights,
     const std::vector<int64_t>& token_counts = scheduler_token_counts());
