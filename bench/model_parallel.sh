@@ -7,16 +7,19 @@
 #   decode b8  decode tok/s, 8 requests at once
 #   pp512      prompt tok/s of one 512-token prompt (512 / TTFT)
 # plus, for the groups, rank 0's share of step time spent in exchanges
-# (transfers and waiting for the slowest peer). Runs are interleaved and the
+# (transfers and waiting for the slowest peer). pp2 keeps one micro-batch
+# per stage in flight; pp2-serial is the same group one step at a time
+# (--no-pipeline-micro-batches), as before micro-batches; only batches of
+# several requests can overlap (b8), one request is one micro-batch. Runs are interleaved and the
 # best of REPS is kept (the machine may be shared). Prints the CPU name.
 #   usage: bench/model_parallel.sh [BUILD_DIR]
-#   env:   MODEL=path.gguf  REPS=3  THREADS=2  CONFIGS="single tp2 pp2"
+#   env:   MODEL=path.gguf  REPS=3  THREADS=2  CONFIGS="single tp2 pp2 pp2-serial"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 REPS=${REPS:-3}
 THREADS=${THREADS:-2}
-CONFIGS=${CONFIGS:-single tp2 pp2}
+CONFIGS=${CONFIGS:-single tp2 pp2 pp2-serial}
 STRATA=$BUILD/strata
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 if [ -z "${MODEL:-}" ]; then
@@ -45,6 +48,8 @@ run() {  # run CONFIG WORKLOAD -> stdout of bench throughput
            -t "$per_rank" --tensor-parallel-size 2 2>/dev/null ;;
     pp2) mpirun -np 2 --bind-to core "$STRATA" bench throughput -m "$MODEL" $args \
            -t "$per_rank" --pipeline-parallel-size 2 2>/dev/null ;;
+    pp2-serial) mpirun -np 2 --bind-to core "$STRATA" bench throughput -m "$MODEL" $args \
+           -t "$per_rank" --pipeline-parallel-size 2 --no-pipeline-micro-batches 2>/dev/null ;;
   esac
 }
 
@@ -66,9 +71,9 @@ done
 
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
 echo "model: $MODEL; one process $THREADS threads, groups $per_rank thread(s) per rank; best of $REPS"
-printf '%-8s %12s %12s %12s   %s\n' config "decode b1" "decode b8" "pp512" "rank 0 in exchanges (b1 / b8 / pp512)"
+printf '%-10s %12s %12s %12s   %s\n' config "decode b1" "decode b8" "pp512" "rank 0 in exchanges (b1 / b8 / pp512)"
 for c in $CONFIGS; do
-  line=$(printf '%-8s' "$c")
+  line=$(printf '%-10s' "$c")
   comms=""
   for w in b1 b8 pp512; do
     best=0

@@ -38,9 +38,13 @@ struct KvSliceWorker::Tiers {
   ChunkKey key(const BlockHash& last_block_hash) const {
     return make_chunk_key(fingerprint, last_block_hash, layout);
   }
-  // Collects the loader's finished jobs (the loader thread calls notify).
+  // Collects the loader's finished jobs (the loader thread only notifies;
+  // this runs on the worker loop's thread, which alone touches `loads`).
+  // A job cancelled while it ran is dropped here, with its chunks.
   void collect_locked() {
-    for (KvLoader::Done& d : loader->take_done()) done[d.id] = std::move(d.loaded);
+    for (KvLoader::Done& d : loader->take_done()) {
+      if (loads.count(d.id)) done[d.id] = std::move(d.loaded);
+    }
   }
 };
 
@@ -85,7 +89,7 @@ void KvSliceWorker::handle(std::span<const uint8_t> payload, KvStorage& storage)
     t.loader->cancel(m->load_id);
     t.loads.erase(m->load_id);
     std::lock_guard<std::mutex> lock(t.mu);
-    t.collect_locked();
+    t.collect_locked();  // drops it if it finished; a result still to come is dropped then
     t.done.erase(m->load_id);
   } else if (m->op == KvSliceOp::kSave) {
     save(*m, storage);
@@ -133,8 +137,7 @@ int64_t KvSliceWorker::write(const KvSliceMessage& m, KvStorage& storage) {
   Tiers& t = *tiers_;
   auto it = t.loads.find(m.load_id);
   if (it == t.loads.end()) return 0;
-  const Tiers::Load load = std::move(it->second);
-  t.loads.erase(it);
+  const Tiers::Load load = it->second;  // erased once its lookup is collected
   // The lookup runs on the loader thread; it is bounded by the tiers' own
   // timeouts, this wait by half the exchange deadline rank 0 waits with.
   KvTierManager::Loaded found;
@@ -154,11 +157,13 @@ int64_t KvSliceWorker::write(const KvSliceMessage& m, KvStorage& storage) {
         t.collect_locked();
         if (!t.done.count(m.load_id)) {
           t.loader->cancel(m.load_id);
+          t.loads.erase(m.load_id);  // a late result is dropped
           return 0;
         }
       }
     }
   }
+  t.loads.erase(m.load_id);
   // The usable run: well-formed chunks with the keys asked for.
   size_t num_ok = 0;
   while (num_ok < found.chunks.size() && num_ok < load.keys.size()) {

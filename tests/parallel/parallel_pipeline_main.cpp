@@ -1,8 +1,8 @@
 // Pipeline micro-batches, run under mpirun
 // (tests/parallel/run_parallel_tests.sh):
 //   mpirun -np T*P parallel_pipeline --tp T --pp P MODEL.gguf
-// Rank 0 runs several concurrent greedy requests (different prompt lengths,
-// so prefill chunks and decodes mix) through one process's engine (its
+// Rank 0 runs several concurrent requests, greedy and seeded sampling
+// (different prompt lengths, so prefill chunks and decodes mix) through one process's engine (its
 // whole model) and through the group's, which keeps P plans in flight:
 // every request's tokens must be the same, and the group's engine must have
 // launched plans while another was in flight (the micro-batches really
@@ -53,7 +53,10 @@ Result<Run> run_requests(const ModelWeights& weights, const Tokenizer& tokenizer
           static_cast<int32_t>((i * 7919 + q * 104729 + 13) % (vocab - 3) + 3));
     r.max_tokens = 10 + q;
     r.ignore_eos = true;
-    r.sampling.temperature = 0.0f;
+    // Greedy and seeded sampling: a sampler drawn twice for one step (a
+    // request scheduled again while in flight) would change the latter.
+    r.sampling.temperature = q % 2 == 0 ? 0.0f : 1.0f;
+    r.sampling.seed = 1000 + static_cast<uint64_t>(q);
     STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> s, core->add_request(r));
     streams.push_back(std::move(s));
   }
@@ -124,7 +127,8 @@ int run(int argc, char** argv) {
     return fail(layout + ": no plan was launched while another was in flight");
   }
   std::printf(
-      "parallel_pipeline: %s under %s: %d requests identical, %lld plans launched while "
+      "parallel_pipeline: %s under %s: %d requests (greedy and sampled) identical, %lld plans "
+      "launched while "
       "another was in flight\n",
       model.c_str(), layout.c_str(), kNumRequests, static_cast<long long>(have->num_overlapped));
   return 0;

@@ -77,15 +77,15 @@ for lay in "2 --tp 2" "2 --pp 2"; do
   fi
 done
 
-# 4. Pipeline micro-batches: several concurrent greedy requests through an
-#    engine that keeps P plans in flight give one process's tokens, and plans
-#    really overlapped (parallel_pipeline).
+# 4. Pipeline micro-batches: several concurrent requests (greedy and seeded
+#    sampling) through an engine that keeps P plans in flight give one
+#    process's tokens, and plans really overlapped (parallel_pipeline).
 for lay in "2 --pp 2" "4 --tp 2 --pp 2"; do
   np=${lay%% *}
   args=${lay#* }
   # shellcheck disable=SC2086
   if timeout 60 mpirun -np "$np" "$build/parallel_pipeline" $args \
-      "$models/llama-f32-peaky.gguf" > "$tmp/out" 2>&1; then
+      "$models/llama-f32.gguf" > "$tmp/out" 2>&1; then
     pass
   else
     fail "pipeline ($args)"; tail -5 "$tmp/out"
