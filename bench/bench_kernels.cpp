@@ -116,8 +116,9 @@ void matmul_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Matmul)->Apply(matmul_args);
 
 // AMX vs VNNI side by side on the same weight (Q8_0/Q4_0 packed, Q4_K/Q6_K
-// in the GGUF layout; unit 0 =
-// VNNI, 1 = AMX forced; the two give the same bits). Skipped without AMX.
+// and F16/BF16 in the GGUF layout; unit 0 =
+// VNNI (AVX-512 for F16/BF16), 1 = AMX forced; the int8 pairs give the same
+// bits, F16/BF16 agree to fp32 rounding). Skipped without AMX.
 // Counter GOPS = 2 * rows * cols * n / time; time as in BM_ModelStepUnit.
 void BM_MatmulUnit(benchmark::State& state) {
   const auto type = static_cast<DType>(state.range(0));
@@ -153,7 +154,8 @@ void BM_MatmulUnit(benchmark::State& state) {
 }
 BENCHMARK(BM_MatmulUnit)
     ->ArgsProduct({{static_cast<int64_t>(DType::kQ8_0), static_cast<int64_t>(DType::kQ4_0),
-                    static_cast<int64_t>(DType::kQ4_K), static_cast<int64_t>(DType::kQ6_K)},
+                    static_cast<int64_t>(DType::kQ4_K), static_cast<int64_t>(DType::kQ6_K),
+                    static_cast<int64_t>(DType::kF16), static_cast<int64_t>(DType::kBF16)},
                    {512, 2048, 5632},
                    {2048},
                    {16, 32, 128, 512},

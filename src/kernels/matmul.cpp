@@ -7,6 +7,7 @@
 #include "kernels/matmul_amx.h"
 #include "kernels/matmul_avx2.h"
 #include "kernels/matmul_avx512.h"
+#include "kernels/matmul_float_amx.h"
 #include "kernels/matmul_float_avx512.h"
 #include "kernels/matmul_kquant_amx.h"
 #include "kernels/matmul_kquant_avx512.h"
@@ -76,6 +77,11 @@ constexpr MatmulBackend kAmxKQuantBackend = {avx512_kquant::activation_row_bytes
 constexpr MatmulBackend kAvx512FloatBackend = {avx512_float::activation_row_bytes,
                                                avx512_float::encode_activation_row,
                                                avx512_float::split_rows, avx512_float::matmul_rows};
+// The AMX bf16 kernel reads the AVX-512 float kernel's activations; it
+// splits rows in whole 16-row tiles.
+constexpr MatmulBackend kAmxFloatBackend = {avx512_float::activation_row_bytes,
+                                            avx512_float::encode_activation_row,
+                                            amx::float_split_rows, amx::float_matmul_rows};
 
 // The kernels for a weight on this CPU. One family serves every n, so a
 // token's outputs never depend on the batch it is in. A kTiled16 weight was
@@ -95,7 +101,11 @@ const MatmulBackend& backend_for(const WeightView& w, int64_t n) {
       // Q4_K/Q6_K: per shape and n, AMX or VNNI (same bits).
       return matmul_unit_for(w, n) == MatmulUnit::kAmx ? kAmxKQuantBackend : kAvx512KQuantBackend;
     }
-    if (avx512_float::matmul_supports(type)) return kAvx512FloatBackend;
+    if (avx512_float::matmul_supports(type)) {
+      // F16/BF16: one unit per shape for every n (the two differ in fp32
+      // rounding), see kernels/matmul_unit.h.
+      return matmul_unit_for(w, n) == MatmulUnit::kAmx ? kAmxFloatBackend : kAvx512FloatBackend;
+    }
   }
   if (kernel_isa_has_avx2(isa) && avx2::matmul_supports(type)) return kAvx2Backend;
   return kScalarBackend;

@@ -78,6 +78,15 @@ bool is_gguf_kquant(const WeightView& w) {
          kernel_isa() == KernelIsa::kAvx512Vnni;
 }
 
+// amx::float_matmul_supports, while the AVX-512 float kernel runs the type
+// and the tile unit has bf16.
+bool is_gguf_float(const WeightView& w) {
+  return w.layout == WeightLayout::kGguf && (w.type == DType::kF16 || w.type == DType::kBF16) &&
+         w.cols > 0 && w.cols % 32 == 0 && kernel_isa() == KernelIsa::kAvx512Vnni &&
+         amx_support().cpu_has_amx_bf16;
+}
+
+// The int8 pairs whose two units give the same bits (chosen per n).
 bool amx_applies(const WeightView& w) {
   return is_tiled_int8(w) || is_gguf_kquant(w);
 }
@@ -150,8 +159,15 @@ AmxMode set_amx_mode(AmxMode mode) {
 
 MatmulUnit matmul_unit_for(const WeightView& w, int64_t n) {
   const AmxMode mode = amx_mode();
-  if (mode == AmxMode::kOff || !amx_applies(w)) return MatmulUnit::kVnni;
-  // The AMX kernel runs whole 16-token tiles only (the rest on VNNI).
+  if (mode == AmxMode::kOff) return MatmulUnit::kVnni;
+  // F16/BF16: the bf16 tile unit agrees with the AVX-512 kernel only to
+  // fp32 rounding, so it runs every n of a shape or none, and only when
+  // forced: a measured choice could differ between processes that share
+  // KV (disaggregated prefill, the disk and Redis tiers, model-parallel
+  // ranks), and their tokens would then depend on which process ran them.
+  if (is_gguf_float(w)) return mode == AmxMode::kForced ? MatmulUnit::kAmx : MatmulUnit::kVnni;
+  if (!amx_applies(w)) return MatmulUnit::kVnni;
+  // The int8 AMX kernels run whole 16-token tiles only (the rest on VNNI).
   if (n < 16) return MatmulUnit::kVnni;
   if (mode == AmxMode::kForced) return MatmulUnit::kAmx;
   {

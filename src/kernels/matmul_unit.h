@@ -15,6 +15,12 @@
 // for a shape it did not see) a fixed token-count threshold. Without a
 // usable AMX (see amx_support.h) the mode is always kOff.
 //
+// F16/BF16 weights (matmul_float_amx.h, bf16 tiles) are the exception: that
+// unit agrees with the AVX-512 kernel to fp32 rounding, not bit for bit, so
+// it runs every n of a weight or none, and only in kForced: a measured
+// choice could differ between processes sharing KV (disaggregated prefill,
+// the KV tiers, model-parallel ranks). Calibration does not time them.
+//
 // Thread-safety: all functions may be called from any thread. set_amx_mode
 // while matmuls run changes only which unit later calls use (same bits).
 #pragma once
@@ -41,7 +47,8 @@ AmxMode set_amx_mode(AmxMode mode);
 constexpr int64_t kAmxDefaultMinTokens = 32;
 
 // The unit matmul() uses for weight w (kTiled16 Q4_0/Q8_0, GGUF Q4_K/Q6_K
-// at the VNNI ISA; any other weight answers kVnni) and n activation rows.
+// at the VNNI ISA, GGUF F16/BF16 when forced; any other weight answers
+// kVnni) and n activation rows.
 MatmulUnit matmul_unit_for(const WeightView& w, int64_t n);
 
 // The token counts the scheduler produces (decode, batched decode, prefill
@@ -70,7 +77,8 @@ struct UnitTiming {
 // a busy shared machine does not skew it; the timed weight rows are
 // flushed from the caches before each run, as a forward pass streams them
 // from DRAM. Returns the new timings (empty when the mode is not
-// kMeasured); ~0.4 s for the 1.1B layer shapes of one type up to n = 512.
+// kMeasured); ~0.15 s per distinct (type, shape) of the 1.1B model up to
+// n = 512.
 // clear_matmul_unit_choices() forgets them.
 std::vector<UnitTiming> calibrate_matmul_units(
     const std::vector<WeightView>& weights,

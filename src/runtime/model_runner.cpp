@@ -50,16 +50,21 @@ ModelRunner::ModelRunner(const ModelWeights& weights, KvStorage& kv, ThreadPool&
     }
   }
   // Which int8 unit (AMX or VNNI) runs each matmul shape, per token count,
-  // measured once per process and shape (a no-op without AMX). Any choice
-  // gives the same bits; this only picks the faster.
+  // measured once per process and (type, shape) (a no-op without AMX). Any
+  // choice gives the same bits; this only picks the faster. Every layer is
+  // offered: a mix such as Q4_K_M has Q4_K and Q6_K variants of the same
+  // shape in different layers (each distinct one is timed once).
   if (!weights.layers().empty()) {
-    const LayerWeights& l = weights.layers().front();
     std::vector<int64_t> counts;
     for (int64_t t : scheduler_token_counts()) {
       if (t <= max_batch_tokens) counts.push_back(t);
     }
-    calibrate_matmul_units(
-        {l.attn_q, l.attn_k, l.attn_v, l.attn_output, l.ffn_gate, l.ffn_up, l.ffn_down}, counts);
+    std::vector<WeightView> views;
+    for (const LayerWeights& l : weights.layers()) {
+      views.insert(views.end(),
+                   {l.attn_q, l.attn_k, l.attn_v, l.attn_output, l.ffn_gate, l.ffn_up, l.ffn_down});
+    }
+    calibrate_matmul_units(views, counts);
   }
 }
 
