@@ -288,6 +288,36 @@ TEST(Migration, EveryStepBoundaryAndSpeculativeReceiver) {
   }
 }
 
+// Text held back at the move (the start of a stop string that never
+// completes) is emitted by the receiver, once: at every step boundary.
+TEST(Migration, HeldBackTextContinuesByteExactly) {
+  STRATA_REQUIRE_MODEL();
+  GenerationRequest r = sampled_request(random_prompt(16, 30), 14);
+  const ChoiceOutput plain = unmoved(r);
+  ASSERT_GT(plain.text.size(), 12u);
+  // The middle third of the text, then a byte it never has: held back from
+  // where the third starts until the output moves past it.
+  const size_t third = plain.text.size() / 3;
+  r.stop = {plain.text.substr(third, third) + "\x01"};
+  const ChoiceOutput want = unmoved(r);
+  ASSERT_EQ(want.text, plain.text);
+  for (size_t k = 0; k < static_cast<size_t>(r.max_tokens); ++k) {
+    auto a = testing::make_core(options());
+    Result<std::shared_ptr<RequestStream>> s = a->add_request(r);
+    ASSERT_TRUE(s.is_ok());
+    std::map<int32_t, ChoiceOutput> sent;
+    for (int i = 0; i < 1000 && sent[0].tokens.size() < k; ++i) {
+      a->step();
+      collect(**s, &sent);
+    }
+    ASSERT_TRUE(a->migrate((*s)->id(), ""));
+    collect(**s, &sent);
+    auto b = testing::make_core(options());
+    const ChoiceOutput rest = resume(*b, r, (*s)->resume_state());
+    EXPECT_EQ(sent[0].text + rest.text, want.text) << "k=" << k;
+  }
+}
+
 // A grammar-constrained sampled request: the receiver's matcher replays the
 // outputs, so the continuation is the unmoved one; outputs the grammar
 // forbids are refused.
