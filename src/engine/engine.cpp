@@ -40,6 +40,9 @@ Engine::~Engine() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // The core first: its connector's I/O thread calls the load wakeup (cv_),
+  // so it must be joined before cv_ and mu_ go (members die after this body).
+  core_.reset();
 }
 
 Result<std::shared_ptr<RequestStream>> Engine::add_request(GenerationRequest request) {

@@ -75,9 +75,14 @@ void GenerationCall::abort() {
 }
 
 bool GenerationCall::migrate(const std::string& kv_peer) {
-  const StreamId id = migratable_stream_.load();
-  if (id == 0) return false;
-  engine_.migrate(id, kv_peer);
+  if (!g_->is_migratable) return false;
+  std::lock_guard<std::mutex> lock(migrate_mu_);
+  if (migratable_stream_ == 0) {
+    // Admitted but not started yet: start() asks once it has the stream.
+    pending_migration_ = kv_peer;
+    return true;
+  }
+  engine_.migrate(migratable_stream_, kv_peer);
   return true;
 }
 
@@ -107,7 +112,11 @@ json GenerationCall::chunk_base() const {
 void GenerationCall::start(std::vector<std::shared_ptr<RequestStream>> streams,
                            const std::shared_ptr<EventPump>& pump) {
   streams_ = std::move(streams);
-  if (g_->is_migratable && streams_.size() == 1) migratable_stream_.store(streams_[0]->id());
+  if (g_->is_migratable && streams_.size() == 1) {
+    std::lock_guard<std::mutex> lock(migrate_mu_);
+    migratable_stream_ = streams_[0]->id();
+    if (pending_migration_) engine_.migrate(migratable_stream_, *pending_migration_);
+  }
   if (g_->params.stream) response_->start_sse();
   // The continuation of a migrated stream opens with nothing: the client has
   // the opening chunks (and the text so far) from the worker that started it.

@@ -18,11 +18,12 @@
 // thread sees it: the server frees the request's admission slot there.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -135,8 +136,10 @@ class GenerationCall : public EventPump::Task, public std::enable_shared_from_th
   int32_t num_open_ = 0;
   bool is_failed_ = false;    // an error was answered
   bool is_answered_ = false;  // the response is complete (or failed)
-  // The one stream a drain may migrate (0: none), for migrate() on any thread.
-  std::atomic<StreamId> migratable_stream_{0};
+  // migrate() runs on any thread, possibly before start().
+  std::mutex migrate_mu_;           // guards the two below
+  StreamId migratable_stream_ = 0;  // the one stream a drain may migrate (0: not started)
+  std::optional<std::string> pending_migration_;  // asked before start(): its kv peer
 };
 
 }  // namespace strata::server

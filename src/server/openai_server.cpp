@@ -335,14 +335,19 @@ class OpenAiServer::Impl {
       return send_json(res, json{{"status", "draining"}, {"migrating", nullptr}});
     }
     begin_drain();
+    int64_t num_migrating = 0;
+    const std::string peer =
+        migrate && options_.migration_kv_peer ? options_.migration_kv_peer() : std::string();
+    // Requests past the draining check but not yet in calls_ (the engine
+    // may be running them already) enter it within moments: wait for them.
+    for (int i = 0; i < 5000 && num_admitting_.load() > 0; ++i) {
+      std::this_thread::sleep_for(milliseconds(1));
+    }
     std::vector<std::shared_ptr<GenerationCall>> calls;
     {
       std::lock_guard<std::mutex> lock(calls_mu_);
       for (auto& [id, call] : calls_) calls.push_back(call);
     }
-    int64_t num_migrating = 0;
-    const std::string peer =
-        migrate && options_.migration_kv_peer ? options_.migration_kv_peer() : std::string();
     if (!peer.empty()) {
       for (auto& c : calls) num_migrating += c->migrate(peer) ? 1 : 0;
     }
@@ -473,6 +478,14 @@ class OpenAiServer::Impl {
   }
 
   void handle_generation(const http::HttpRequest& req, http::ResponsePtr res, bool is_chat) {
+    // Counted from before the draining check until the call is in calls_,
+    // so a drain sees every request admitted before it (both atomics are
+    // sequentially consistent: the check sees the drain, or the drain this).
+    struct Admitting {
+      std::atomic<int64_t>& n;
+      explicit Admitting(std::atomic<int64_t>& count) : n(count) { n.fetch_add(1); }
+      ~Admitting() { n.fetch_sub(1); }
+    } admitting(num_admitting_);
     if (is_draining_) return send_error(res, server_draining());
     auto g = std::make_shared<Generation>();
     if (auto e = prepare(req, is_chat, g.get())) return send_error(res, *e);
@@ -580,6 +593,7 @@ class OpenAiServer::Impl {
   std::condition_variable calls_cv_;
   std::unordered_map<uint64_t, std::shared_ptr<GenerationCall>> calls_;
   std::atomic<uint64_t> next_call_key_{0};
+  std::atomic<int64_t> num_admitting_{0};  // in handle_generation, not yet in calls_
 
   std::mutex state_mu_;
   std::condition_variable state_cv_;

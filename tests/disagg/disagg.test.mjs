@@ -239,7 +239,7 @@ async function migratable() {
   return r;
 }
 const sampled = { model: 'm', temperature: 0.9, top_p: 0.95, seed: 4242, presence_penalty: 0.2,
-  frequency_penalty: 0.1, max_tokens: 700, ignore_eos: true };
+  frequency_penalty: 0.1, max_tokens: 400, ignore_eos: true };
 const exited = (p) => new Promise((resolve) => {
   if (p.proc.exitCode !== null || p.proc.signalCode !== null) resolve(p.proc.exitCode);
   else p.proc.on('exit', (code) => resolve(code));

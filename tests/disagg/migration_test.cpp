@@ -14,6 +14,9 @@
 #include "disagg/kv_transfer_server.h"
 #include "disagg/remote_prefill_connector.h"
 #include "engine/resume_state.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/grammar_spec.h"
+#include "grammar/token_trie.h"
 
 namespace strata::disagg {
 namespace {
@@ -283,6 +286,78 @@ TEST(Migration, EveryStepBoundaryAndSpeculativeReceiver) {
       EXPECT_EQ(all.size(), want.tokens.size()) << "k=" << k;
     }
   }
+}
+
+// Text held back at the move (the start of a stop string that never
+// completes) is emitted by the receiver, once: at every step boundary.
+TEST(Migration, HeldBackTextContinuesByteExactly) {
+  STRATA_REQUIRE_MODEL();
+  GenerationRequest r = sampled_request(random_prompt(16, 30), 14);
+  const ChoiceOutput plain = unmoved(r);
+  ASSERT_GT(plain.text.size(), 12u);
+  // The middle third of the text, then a byte it never has: held back from
+  // where the third starts until the output moves past it.
+  const size_t third = plain.text.size() / 3;
+  r.stop = {plain.text.substr(third, third) + "\x01"};
+  const ChoiceOutput want = unmoved(r);
+  ASSERT_EQ(want.text, plain.text);
+  for (size_t k = 0; k < static_cast<size_t>(r.max_tokens); ++k) {
+    auto a = testing::make_core(options());
+    Result<std::shared_ptr<RequestStream>> s = a->add_request(r);
+    ASSERT_TRUE(s.is_ok());
+    std::map<int32_t, ChoiceOutput> sent;
+    for (int i = 0; i < 1000 && sent[0].tokens.size() < k; ++i) {
+      a->step();
+      collect(**s, &sent);
+    }
+    ASSERT_TRUE(a->migrate((*s)->id(), ""));
+    collect(**s, &sent);
+    auto b = testing::make_core(options());
+    const ChoiceOutput rest = resume(*b, r, (*s)->resume_state());
+    EXPECT_EQ(sent[0].text + rest.text, want.text) << "k=" << k;
+  }
+}
+
+// A grammar-constrained sampled request: the receiver's matcher replays the
+// outputs, so the continuation is the unmoved one; outputs the grammar
+// forbids are refused.
+TEST(Migration, GrammarMatcherReplaysTheOutputs) {
+  STRATA_REQUIRE_MODEL();
+  const auto trie = TokenTrie::from_tokenizer(*peaky_model().tokenizer);
+  auto spec = build_grammar({GrammarKind::kJsonSchema, R"({"type":"object","properties":{
+      "ok":{"type":"boolean"},"n":{"type":"integer","minimum":0,"maximum":99},
+      "tag":{"enum":["a","bc"]}},"required":["ok","n","tag"],"additionalProperties":false})"});
+  ASSERT_TRUE(spec.is_ok()) << spec.status().message();
+  auto compiled = CompiledGrammar::compile(*spec);
+  ASSERT_TRUE(compiled.is_ok()) << compiled.status().message();
+  GenerationRequest r = sampled_request(random_prompt(15, 12), 60);
+  r.ignore_eos = false;
+  r.grammar = std::make_shared<const TokenMaskCache>(*compiled, trie);
+  const ChoiceOutput want = unmoved(r);
+  ASSERT_GT(want.tokens.size(), 6u);
+  auto a = testing::make_core(options());
+  Result<std::shared_ptr<RequestStream>> s = a->add_request(r);
+  ASSERT_TRUE(s.is_ok());
+  std::map<int32_t, ChoiceOutput> sent;
+  for (int i = 0; i < 1000 && sent[0].tokens.size() < 4; ++i) {
+    a->step();
+    collect(**s, &sent);
+  }
+  ASSERT_TRUE(a->migrate((*s)->id(), ""));
+  collect(**s, &sent);
+  auto b = testing::make_core(options());
+  const ChoiceOutput rest = resume(*b, r, (*s)->resume_state());
+  std::vector<int32_t> all = sent[0].tokens;
+  all.insert(all.end(), rest.tokens.begin(), rest.tokens.end());
+  EXPECT_EQ(all, want.tokens);
+  EXPECT_EQ(sent[0].text + rest.text, want.text);
+  EXPECT_EQ(rest.finish_reason, want.finish_reason);
+  // Outputs outside the grammar: the request fails with a clear error.
+  auto bad = std::make_shared<ResumeState>(*(*s)->resume_state());
+  bad->output_tokens.assign(bad->output_tokens.size(), bad->output_tokens.front() == 5 ? 6 : 5);
+  const ChoiceOutput refused = resume(*b, r, bad);
+  EXPECT_EQ(refused.finish_reason, FinishReason::kError);
+  EXPECT_NE(refused.error_message.find("grammar"), std::string::npos) << refused.error_message;
 }
 
 TEST(Migration, RequestsThatCannotMoveRunOn) {
