@@ -448,6 +448,13 @@ class RouterServer::Impl {
       res->send(api_error_reply(*e));
       return;
     }
+    // The router's own record for a worker that continues a migrated
+    // request: a client's would name a host the worker then connects to.
+    if (body.is_object() && body.contains("strata_resume")) {
+      res->send(api_error_reply(server::invalid_param(
+          "strata_resume", "is set by the router for its workers, not by clients.")));
+      return;
+    }
     server::BuiltPrompt prompt;
     if (auto e = builder_.build(body, is_chat, options_.limits, "", &prompt)) {
       res->send(api_error_reply(*e));

@@ -347,6 +347,10 @@ test('a decode worker drained mid-generation hands its requests over unchanged',
     assert.equal(b.status, 400, b.text);
     assert.equal(b.json.error.param, 'strata_resume', b.text);
   }
+  // Only the router writes a record: a client's is refused at the router.
+  const forged = await post(r.url, '/v1/completions', { ...sampled, prompt, strata_resume: record });
+  assert.equal(forged.status, 400, forged.text);
+  assert.equal(forged.json.error.param, 'strata_resume', forged.text);
   for (const bad of [{ migrate: 'yes' }, { timeout_s: 0 }, { later: true }]) {
     assert.equal((await post(last.url, '/strata/v1/drain', bad)).status, 400);
   }
