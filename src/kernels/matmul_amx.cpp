@@ -32,6 +32,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/amx_tile_product.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/quant.h"
 
@@ -97,7 +98,8 @@ void ensure_configured() {
   use_tile_shape(TileShape::kK32);
 }
 
-constexpr int kCInts = kTileTokens * kTileRows;   // one C tile's int32 results
+constexpr int kCInts = kTileTokens * kTileRows;  // one C tile's int32 results
+static_assert(kCInts == 16 * 16, "dpbssd_and_store (amx_tile_product.h) stores 16 x 16 C tiles");
 constexpr size_t kABytes = kTileTokens * kQK8_0;  // one A tile: 16 tokens' block quants
 
 // One step's operands: TT token tiles (16 tokens each) x WT weight tiles.
@@ -118,25 +120,7 @@ __attribute__((always_inline)) inline void issue_block(const StepArgs& a, int64_
   if constexpr (TT == 2) _tile_loadd(5, a.xq + static_cast<size_t>(a.nb) * kABytes + xo, kQK8_0);
   _tile_loadd(6, a.wq[0] + wo, kBRowBytes);
   if constexpr (WT == 2) _tile_loadd(7, a.wq[1] + wo, kBRowBytes);
-  _tile_zero(0);
-  _tile_dpbssd(0, 4, 6);
-  if constexpr (WT == 2) {
-    _tile_zero(1);
-    _tile_dpbssd(1, 4, 7);
-  }
-  if constexpr (TT == 2) {
-    _tile_zero(2);
-    _tile_dpbssd(2, 5, 6);
-  }
-  if constexpr (TT == 2 && WT == 2) {
-    _tile_zero(3);
-    _tile_dpbssd(3, 5, 7);
-  }
-  constexpr long kCStride = kTileRows * sizeof(int32_t);
-  _tile_stored(0, c, kCStride);
-  if constexpr (WT == 2) _tile_stored(1, c + kCInts, kCStride);
-  if constexpr (TT == 2) _tile_stored(2, c + 2 * kCInts, kCStride);
-  if constexpr (TT == 2 && WT == 2) _tile_stored(3, c + 3 * kCInts, kCStride);
+  dpbssd_and_store<TT, WT>(c);
 }
 
 // acc[m][h] += block b's results in c, the VNNI kernel's arithmetic:

@@ -42,6 +42,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/amx_tile_product.h"
 #include "kernels/kquant_packed_avx512.h"
 #include "kernels/matmul_amx.h"
 #include "kernels/matmul_kquant_avx512.h"
@@ -64,6 +65,7 @@ using avx512_kquant::RowTile;
 constexpr int kTileTokens = 16;
 constexpr int kTileRows = avx512_kquant::kRowTile;
 constexpr int kCInts = kTileTokens * kTileRows;  // one C tile's int32 results
+static_assert(kCInts == 16 * 16, "dpbssd_and_store (amx_tile_product.h) stores 16 x 16 C tiles");
 constexpr long kCStride = kTileRows * sizeof(int32_t);
 constexpr size_t kBRowBytes = 64;  // 16 weight rows x 4 bytes
 constexpr size_t kXQs = offsetof(BlockQ8_K, qs);
@@ -111,24 +113,7 @@ template <int TT, int WT>
   if constexpr (TT == 2) _tile_loadd(5, xa + kTileTokens * a.x_row_bytes, stride);
   _tile_loadd(6, &a.w[0][b].q[8 * s], kBRowBytes);
   if constexpr (WT == 2) _tile_loadd(7, &a.w[1][b].q[8 * s], kBRowBytes);
-  _tile_zero(0);
-  _tile_dpbssd(0, 4, 6);
-  if constexpr (WT == 2) {
-    _tile_zero(1);
-    _tile_dpbssd(1, 4, 7);
-  }
-  if constexpr (TT == 2) {
-    _tile_zero(2);
-    _tile_dpbssd(2, 5, 6);
-  }
-  if constexpr (TT == 2 && WT == 2) {
-    _tile_zero(3);
-    _tile_dpbssd(3, 5, 7);
-  }
-  _tile_stored(0, c, kCStride);
-  if constexpr (WT == 2) _tile_stored(1, c + kCInts, kCStride);
-  if constexpr (TT == 2) _tile_stored(2, c + 2 * kCInts, kCStride);
-  if constexpr (TT == 2 && WT == 2) _tile_stored(3, c + 3 * kCInts, kCStride);
+  dpbssd_and_store<TT, WT>(c);
 }
 
 // The running fp32 sums of one step, 32 tokens x 2 row tiles.
