@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "group_test_main.h"
 #include "model/model_weights.h"
 #include "parallel/process_group.h"
 #include "runtime/forward_batch.h"
@@ -73,24 +74,13 @@ double tolerance(DType type) {
 }
 
 int run(int argc, char** argv) {
-  ParallelOptions options;
-  std::string model;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if ((a == "--tp" || a == "--tensor-parallel-size") && i + 1 < argc) {
-      options.tensor_parallel_size = std::atoi(argv[++i]);
-    } else if ((a == "--pp" || a == "--pipeline-parallel-size") && i + 1 < argc) {
-      options.pipeline_parallel_size = std::atoi(argv[++i]);
-    } else {
-      model = a;
-    }
-  }
-  Result<std::unique_ptr<ProcessGroup>> group = ProcessGroup::create(options);
-  if (!group) return fail(group.status().message());
-  if (*group == nullptr) return fail("needs mpirun and a parallel size > 1");
-  ProcessGroup& g = **group;
-  Result<ModelWeights> shard = ModelWeights::open(model, &g);
-  if (!shard) return fail(shard.status().message());
+  const test::GroupArgs args = test::parse_group_args(argc, argv);
+  if (args.paths.size() != 1) return fail("usage: parallel_parity --tp T --pp P MODEL");
+  const std::string& model = args.paths[0];
+  Result<test::StartedGroup> started = test::start_group(args.options, model);
+  if (!started) return fail(started.status().message());
+  ProcessGroup& g = *started->group;
+  ModelWeights* shard = &started->shard;
   if (!g.layout().is_driver()) {
     Status s = run_model_worker(*shard, 1);
     return s ? 0 : fail(s.message());
@@ -106,7 +96,7 @@ int run(int argc, char** argv) {
   ModelRunner runner(*shard, *kv_shard, pool, 32);
 
   const int64_t vocab = whole->config().vocab_size;
-  const bool is_exact = options.tensor_parallel_size == 1;
+  const bool is_exact = args.options.tensor_parallel_size == 1;
   const double tol = tolerance(whole->layers()[0].attn_q.type);
   std::vector<std::vector<float>> got;
   double worst = 0.0;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/engine_core.h"
+#include "group_test_main.h"
 #include "model/model_weights.h"
 #include "parallel/process_group.h"
 #include "runtime/model_worker.h"
@@ -80,24 +81,13 @@ Result<Run> run_requests(const ModelWeights& weights, const Tokenizer& tokenizer
 }
 
 int run(int argc, char** argv) {
-  ParallelOptions options;
-  std::string model;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--tp" && i + 1 < argc) {
-      options.tensor_parallel_size = std::atoi(argv[++i]);
-    } else if (a == "--pp" && i + 1 < argc) {
-      options.pipeline_parallel_size = std::atoi(argv[++i]);
-    } else {
-      model = a;
-    }
-  }
-  Result<std::unique_ptr<ProcessGroup>> group = ProcessGroup::create(options);
-  if (!group) return fail(group.status().message());
-  if (*group == nullptr) return fail("needs mpirun and a parallel size > 1");
-  ProcessGroup& g = **group;
-  Result<ModelWeights> shard = ModelWeights::open(model, &g);
-  if (!shard) return fail(shard.status().message());
+  const test::GroupArgs args = test::parse_group_args(argc, argv);
+  if (args.paths.size() != 1) return fail("usage: parallel_pipeline --tp T --pp P MODEL");
+  const std::string& model = args.paths[0];
+  Result<test::StartedGroup> started = test::start_group(args.options, model);
+  if (!started) return fail(started.status().message());
+  ProcessGroup& g = *started->group;
+  ModelWeights* shard = &started->shard;
   if (!g.layout().is_driver()) {
     Status s = run_model_worker(*shard, 1);
     return s ? 0 : fail(s.message());
@@ -119,11 +109,11 @@ int run(int argc, char** argv) {
                   "process's");
     }
   }
-  if (have->depth != options.pipeline_parallel_size) {
+  if (have->depth != args.options.pipeline_parallel_size) {
     return fail(layout + ": " + std::to_string(have->depth) + " plans in flight, expected " +
-                std::to_string(options.pipeline_parallel_size));
+                std::to_string(args.options.pipeline_parallel_size));
   }
-  if (options.pipeline_parallel_size > 1 && have->num_overlapped == 0) {
+  if (args.options.pipeline_parallel_size > 1 && have->num_overlapped == 0) {
     return fail(layout + ": no plan was launched while another was in flight");
   }
   std::printf(

@@ -23,6 +23,7 @@
 
 #include "engine/engine_core.h"
 #include "engine/kv_slice_worker.h"
+#include "group_test_main.h"
 #include "model/model_weights.h"
 #include "parallel/process_group.h"
 #include "runtime/model_worker.h"
@@ -95,27 +96,14 @@ size_t count_files(const std::filesystem::path& dir) {
 }
 
 int run(int argc, char** argv) {
-  ParallelOptions options;
-  std::vector<std::string> paths;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--tp" && i + 1 < argc) {
-      options.tensor_parallel_size = std::atoi(argv[++i]);
-    } else if (a == "--pp" && i + 1 < argc) {
-      options.pipeline_parallel_size = std::atoi(argv[++i]);
-    } else {
-      paths.push_back(a);
-    }
-  }
-  if (paths.size() != 2) return fail("usage: parallel_tiers --tp T --pp P MODEL DISK_DIR");
-  const std::string& model = paths[0];
-  const std::filesystem::path dir = paths[1];
-  Result<std::unique_ptr<ProcessGroup>> group = ProcessGroup::create(options);
-  if (!group) return fail(group.status().message());
-  if (*group == nullptr) return fail("needs mpirun and a parallel size > 1");
-  ProcessGroup& g = **group;
-  Result<ModelWeights> shard = ModelWeights::open(model, &g);
-  if (!shard) return fail(shard.status().message());
+  const test::GroupArgs args = test::parse_group_args(argc, argv);
+  if (args.paths.size() != 2) return fail("usage: parallel_tiers --tp T --pp P MODEL DISK_DIR");
+  const std::string& model = args.paths[0];
+  const std::filesystem::path dir = args.paths[1];
+  Result<test::StartedGroup> started = test::start_group(args.options, model);
+  if (!started) return fail(started.status().message());
+  ProcessGroup& g = *started->group;
+  ModelWeights* shard = &started->shard;
   if (!g.layout().is_driver()) {
     KvSliceWorker slice(*shard);
     Status s = run_model_worker(
