@@ -72,7 +72,7 @@ int run_bench_forward(const BenchForwardOptions& opt) {
     std::fprintf(stderr, "error: %s\n", weights.status().message().c_str());
     return 1;
   }
-  double bw_gbs = 0.0, fp32_gflops = 0.0, int8_gops = 0.0;
+  double bw_gbs = 0.0, fp32_gflops = 0.0, int8_gops = 0.0, amx_gops = 0.0;
   {
     // Measured before the model's pool exists (two pools would compete).
     const int nth = opt.num_threads > 0
@@ -83,6 +83,7 @@ int run_bench_forward(const BenchForwardOptions& opt) {
     bw_gbs = bw_env ? std::atof(bw_env) : measure_read_bandwidth_gbs(pool);
     fp32_gflops = measure_peak_fp32_gflops(pool);
     int8_gops = measure_peak_int8_gops(pool);
+    amx_gops = measure_peak_amx_int8_gops(pool);  // 0 without AMX
   }
   const int64_t ctx = opt.prompt_tokens + opt.gen_tokens + 16;
   Result<std::unique_ptr<SingleSequence>> seq =
@@ -125,21 +126,33 @@ int run_bench_forward(const BenchForwardOptions& opt) {
   const double prefill_floor_tok_s =
       1.0 /
       prefill_seconds_per_token(*weights, opt.prompt_tokens, fp32_gflops * 1e9, int8_gops * 1e9);
+  // With AMX, the quantized matmuls' ceiling is the tile unit's int8 rate
+  // (the chooser runs them there from 16 tokens on); 0 = no such unit.
+  const bool has_amx_floor = amx_gops > 0.0 && is_int8_kernel(weights->layers()[0].ffn_down.type);
+  const double prefill_floor_amx_tok_s =
+      has_amx_floor ? 1.0 / prefill_seconds_per_token(*weights, opt.prompt_tokens,
+                                                      fp32_gflops * 1e9, amx_gops * 1e9)
+                    : 0.0;
   const double pp = median(prefill), tg = median(decode);
   if (opt.json) {
     std::printf(
         "{\"engine\":\"strata\",\"isa\":\"%s\",\"prompt\":%d,\"gen\":%d,\"reps\":%d,"
         "\"prefill_tok_s\":%.3f,\"decode_tok_s\":%.3f,\"decode_floor_tok_s\":%.3f,"
         "\"prefill_floor_tok_s\":%.3f,\"mem_bw_gbs\":%.2f,\"peak_fp32_gflops\":%.1f,"
-        "\"peak_int8_gops\":%.1f}\n",
+        "\"peak_int8_gops\":%.1f,\"peak_amx_int8_gops\":%.1f,\"prefill_floor_amx_tok_s\":%.3f}\n",
         kernel_isa_name(kernel_isa()), opt.prompt_tokens, opt.gen_tokens, opt.reps, pp, tg,
-        floor_tok_s, prefill_floor_tok_s, bw_gbs, fp32_gflops, int8_gops);
+        floor_tok_s, prefill_floor_tok_s, bw_gbs, fp32_gflops, int8_gops, amx_gops,
+        prefill_floor_amx_tok_s);
   } else {
     std::printf("model: %s (kernels: %s)\n", path.c_str(), kernel_isa_name(kernel_isa()));
     std::printf("machine: read %.1f GB/s, fp32 FMA %.0f GFLOP/s, int8 dot %.0f GOP/s\n", bw_gbs,
                 fp32_gflops, int8_gops);
     std::printf("prefill pp%d: %.2f tok/s (median of %d); floor %.1f tok/s (arithmetic peak)\n",
                 opt.prompt_tokens, pp, opt.reps, prefill_floor_tok_s);
+    if (has_amx_floor) {
+      std::printf("        with the AMX tile unit (int8 %.0f GOP/s): floor %.1f tok/s\n", amx_gops,
+                  prefill_floor_amx_tok_s);
+    }
     std::printf("decode  tg%d: %.2f tok/s (median of %d); floor %.1f tok/s (bytes / bandwidth)\n",
                 opt.gen_tokens, tg, opt.reps, floor_tok_s);
   }
