@@ -4,13 +4,17 @@
 // signed, TDPBSSD), each C tile zeroed first, then stored to `c` as 16 x 16
 // int32 (C tile k at c + k * 256, rows 64 bytes apart).
 //
+// Also the step dispatch and the aligned scratch the AMX kernels share.
+//
 // Only for *_amx.cpp (compiled with the AMX flags): the tile instructions
 // stay inside strata::amx, as the isa_confinement test checks.
 #pragma once
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace strata::amx {
 
@@ -36,6 +40,32 @@ template <int TT, int WT>
   if constexpr (WT == 2) _tile_stored(1, c + kCInts, kCStride);
   if constexpr (TT == 2) _tile_stored(2, c + 2 * kCInts, kCStride);
   if constexpr (TT == 2 && WT == 2) _tile_stored(3, c + 3 * kCInts, kCStride);
+}
+
+// Runs f.template operator()<TT, WT>() for a step's runtime counts of token
+// tiles (tt) and weight tiles (wt), each 1 or 2, so each kernel's step is
+// compiled for the four shapes it meets.
+template <class F>
+[[gnu::always_inline]] inline void with_tile_counts(int tt, int wt, F&& f) {
+  if (tt == 2 && wt == 2) {
+    f.template operator()<2, 2>();
+  } else if (tt == 2) {
+    f.template operator()<2, 1>();
+  } else if (wt == 2) {
+    f.template operator()<1, 2>();
+  } else {
+    f.template operator()<1, 1>();
+  }
+}
+
+// A 64-byte aligned array of `count` T in `raw` (grown as needed; the
+// kernels keep `raw` thread-local and reuse it across calls).
+template <class T>
+T* scratch(std::vector<uint8_t>& raw, size_t count) {
+  const size_t bytes = count * sizeof(T) + 64;
+  if (raw.size() < bytes) raw.resize(bytes);
+  const auto addr = reinterpret_cast<uintptr_t>(raw.data());
+  return reinterpret_cast<T*>(raw.data() + ((64 - addr % 64) % 64));
 }
 
 }  // namespace strata::amx

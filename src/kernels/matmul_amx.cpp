@@ -198,15 +198,6 @@ void signed_b_rows(DType type, const uint8_t* quants, int64_t nb, uint8_t* dst) 
   memory_barrier();  // the stores must land before tileloadd reads them
 }
 
-// Thread-local 64-byte aligned scratch, reused across calls.
-template <class T>
-T* scratch(std::vector<uint8_t>& raw, size_t count) {
-  const size_t bytes = count * sizeof(T) + 64;
-  if (raw.size() < bytes) raw.resize(bytes);
-  const auto addr = reinterpret_cast<uintptr_t>(raw.data());
-  return reinterpret_cast<T*>(raw.data() + ((64 - addr % 64) % 64));
-}
-
 }  // namespace
 
 bool matmul_supports(const WeightView& w) {
@@ -311,15 +302,7 @@ void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, 
       a.xq = xp + static_cast<size_t>(t / kTileTokens) * nb * kABytes;
       a.dx = dx + t * nb;
       float* out = y + t * w.rows + r;
-      if (tt == 2 && wt == 2) {
-        step<2, 2>(a, out, w.rows, mask);
-      } else if (tt == 2) {
-        step<2, 1>(a, out, w.rows, mask);
-      } else if (wt == 2) {
-        step<1, 2>(a, out, w.rows, mask);
-      } else {
-        step<1, 1>(a, out, w.rows, mask);
-      }
+      with_tile_counts(tt, wt, [&]<int TT, int WT>() { step<TT, WT>(a, out, w.rows, mask); });
     }
   }
 }

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/amx_tile_product.h"
 #include "kernels/matmul_amx.h"
 #include "util/thread_pool.h"
 
@@ -160,14 +161,6 @@ __attribute__((noinline)) void step(const StepArgs& a, float* c) {
   }
   _tile_stored(0, c, kCStride);
   if constexpr (TT == 2) _tile_stored(1, c + kTile * kTile, kCStride);
-}
-
-template <class T>
-T* scratch(std::vector<uint8_t>& raw, size_t count) {
-  const size_t bytes = count * sizeof(T) + 64;
-  if (raw.size() < bytes) raw.resize(bytes);
-  const auto addr = reinterpret_cast<uintptr_t>(raw.data());
-  return reinterpret_cast<T*>(raw.data() + ((64 - addr % 64) % 64));
 }
 
 }  // namespace

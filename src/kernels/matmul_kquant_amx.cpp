@@ -221,15 +221,7 @@ void q4_k_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, in
       const int tt = n_amx - t > kTileTokens ? 2 : 1;
       a.x = x_enc + static_cast<size_t>(t) * x_row_bytes;
       float* out = y + t * w.rows + r;
-      if (tt == 2 && wt == 2) {
-        q4_k_step<2, 2>(a, out, w.rows, mask);
-      } else if (tt == 2) {
-        q4_k_step<2, 1>(a, out, w.rows, mask);
-      } else if (wt == 2) {
-        q4_k_step<1, 2>(a, out, w.rows, mask);
-      } else {
-        q4_k_step<1, 1>(a, out, w.rows, mask);
-      }
+      with_tile_counts(tt, wt, [&]<int TT, int WT>() { q4_k_step<TT, WT>(a, out, w.rows, mask); });
     }
   }
 }
