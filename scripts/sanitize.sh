@@ -29,7 +29,7 @@ stage() { printf '[sanitize %s] %s: %ss\n' "$mode" "$1" "$(($(date +%s) - $2))";
 
 t=$(date +%s)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTRATA_SANITIZE="$mode" \
-  -DSTRATA_BUILD_BENCH=OFF -DSTRATA_WERROR="${STRATA_WERROR:-OFF}" >/dev/null
+  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1 -fno-omit-frame-pointer" -DSTRATA_BUILD_BENCH=OFF -DSTRATA_WERROR="${STRATA_WERROR:-OFF}" >/dev/null
 if [ "$mode" = address ]; then
   cmake --build "$build" -j "$jobs"
 else
