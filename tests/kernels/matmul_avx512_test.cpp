@@ -249,13 +249,14 @@ TEST(MatmulAvx512, FloatOutputsAreIndependentOfBatchAndThreads) {
   }
 }
 
-TEST(MatmulAvx512, EncodingIsQ8_0PlusQuantSumCorrections) {
+TEST(MatmulAvx512, EncodingIsQ8_0PlusQuantSumCorrectionsAndFp32Scales) {
   if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
   const int64_t cols = 96, nb = cols / kQK8_0;
   const auto x = random_floats(cols, 5);
   for (DType type : {DType::kQ4_0, DType::kQ8_0}) {
     const size_t q8_bytes = vec_dot::activation_row_bytes(type, cols);
-    ASSERT_EQ(avx512::activation_row_bytes(type, cols), q8_bytes + nb * sizeof(int32_t));
+    ASSERT_EQ(avx512::activation_row_bytes(type, cols),
+              q8_bytes + nb * (sizeof(int32_t) + sizeof(float)));
     std::vector<BlockQ8_0> want(nb);
     std::vector<uint8_t> got(avx512::activation_row_bytes(type, cols));
     vec_dot::encode_activation_row(type, x.data(), cols, want.data());
@@ -268,6 +269,10 @@ TEST(MatmulAvx512, EncodingIsQ8_0PlusQuantSumCorrections) {
       int32_t corr;
       std::memcpy(&corr, got.data() + q8_bytes + b * sizeof(int32_t), sizeof(corr));
       EXPECT_EQ(corr, -offset * sum) << dtype_name(type) << " block " << b;
+      // The block's fp16 scale, converted exactly.
+      float d;
+      std::memcpy(&d, got.data() + q8_bytes + (nb + b) * sizeof(int32_t), sizeof(d));
+      EXPECT_EQ(d, fp16_to_fp32(want[b].d)) << dtype_name(type) << " block " << b;
     }
   }
 }
