@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -57,13 +58,15 @@ uint64_t sum_scalar(const uint8_t* p, size_t bytes) {
 }
 
 constexpr int64_t kFmaIters = 1 << 22;
+// measure_machine_ceilings(quick): an eighth of the loops (a few ms each).
+constexpr int64_t kQuickFmaIters = kFmaIters / 8;
 
 // 12 independent FMA chains keep both FMA pipes busy past their latency.
-__attribute__((target("avx512f"))) float fma_loop_avx512() {
+__attribute__((target("avx512f"))) float fma_loop_avx512(int64_t iters) {
   __m512 acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
   const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-3f);
-  for (int64_t it = 0; it < kFmaIters; ++it) {
+  for (int64_t it = 0; it < iters; ++it) {
 #pragma GCC unroll 12
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
   }
@@ -72,11 +75,11 @@ __attribute__((target("avx512f"))) float fma_loop_avx512() {
   return _mm512_reduce_add_ps(s);
 }
 
-__attribute__((target("avx2,fma"))) float fma_loop_avx2() {
+__attribute__((target("avx2,fma"))) float fma_loop_avx2(int64_t iters) {
   __m256 acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
   const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-3f);
-  for (int64_t it = 0; it < kFmaIters; ++it) {
+  for (int64_t it = 0; it < iters; ++it) {
 #pragma GCC unroll 12
     for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
   }
@@ -89,11 +92,11 @@ __attribute__((target("avx2,fma"))) float fma_loop_avx2() {
   return total;
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) int dot_loop_vnni() {
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) int dot_loop_vnni(int64_t iters) {
   __m512i acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_epi32(i);
   const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
-  for (int64_t it = 0; it < kFmaIters; ++it) {
+  for (int64_t it = 0; it < iters; ++it) {
 #pragma GCC unroll 12
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
   }
@@ -103,11 +106,11 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) int dot_loop_vnni() {
 }
 
 // The AVX2 kernels' int8 dot: vpmaddubsw then vpmaddwd (32 MACs per pair).
-__attribute__((target("avx2"))) int dot_loop_avx2() {
+__attribute__((target("avx2"))) int dot_loop_avx2(int64_t iters) {
   __m256i acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_epi32(i);
   const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
-  for (int64_t it = 0; it < kFmaIters; ++it) {
+  for (int64_t it = 0; it < iters; ++it) {
 #pragma GCC unroll 12
     for (int i = 0; i < 12; ++i) {
       acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones));
@@ -162,37 +165,65 @@ double measure_read_bandwidth_gbs(ThreadPool& pool, size_t buffer_bytes) {
   return best;
 }
 
-double measure_peak_fp32_gflops(ThreadPool& pool) {
+namespace {
+
+double peak_fp32_gflops(ThreadPool& pool, int64_t iters) {
   const KernelIsa isa = kernel_isa();
   if (isa == KernelIsa::kAvx512Vnni) {
-    return best_rate(pool, kFmaIters * 12.0 * 16 * 2 / 1e9,
-                     [](int, int) { return fma_loop_avx512(); });
+    return best_rate(pool, static_cast<double>(iters) * 12.0 * 16 * 2 / 1e9,
+                     [iters](int, int) { return fma_loop_avx512(iters); });
   }
   if (kernel_isa_has_avx2(isa)) {
-    return best_rate(pool, kFmaIters * 12.0 * 8 * 2 / 1e9,
-                     [](int, int) { return fma_loop_avx2(); });
+    return best_rate(pool, static_cast<double>(iters) * 12.0 * 8 * 2 / 1e9,
+                     [iters](int, int) { return fma_loop_avx2(iters); });
   }
   return 0.0;
+}
+
+double peak_int8_gops(ThreadPool& pool, int64_t iters) {
+  const KernelIsa isa = kernel_isa();
+  if (isa == KernelIsa::kAvx512Vnni) {
+    return best_rate(pool, static_cast<double>(iters) * 12.0 * 64 * 2 / 1e9,
+                     [iters](int, int) { return dot_loop_vnni(iters); });
+  }
+  if (kernel_isa_has_avx2(isa)) {
+    return best_rate(pool, static_cast<double>(iters) * 12.0 * 32 * 2 / 1e9,
+                     [iters](int, int) { return dot_loop_avx2(iters); });
+  }
+  return 0.0;
+}
+
+double peak_amx_int8_gops(ThreadPool& pool, int64_t tile_iters) {
+  if (!amx_support().usable()) return 0.0;
+  return best_rate(pool, static_cast<double>(tile_iters) * 4.0 * 16 * 16 * 32 * 2 / 1e9,
+                   [tile_iters](int, int) { return amx::tile_dot_loop(tile_iters); });
+}
+
+}  // namespace
+
+double measure_peak_fp32_gflops(ThreadPool& pool) {
+  return peak_fp32_gflops(pool, kFmaIters);
 }
 
 double measure_peak_int8_gops(ThreadPool& pool) {
-  const KernelIsa isa = kernel_isa();
-  if (isa == KernelIsa::kAvx512Vnni) {
-    return best_rate(pool, kFmaIters * 12.0 * 64 * 2 / 1e9,
-                     [](int, int) { return dot_loop_vnni(); });
-  }
-  if (kernel_isa_has_avx2(isa)) {
-    return best_rate(pool, kFmaIters * 12.0 * 32 * 2 / 1e9,
-                     [](int, int) { return dot_loop_avx2(); });
-  }
-  return 0.0;
+  return peak_int8_gops(pool, kFmaIters);
 }
 
 double measure_peak_amx_int8_gops(ThreadPool& pool) {
-  if (!amx_support().usable()) return 0.0;
-  constexpr int64_t kTileIters = 1 << 16;
-  return best_rate(pool, kTileIters * 4.0 * 16 * 16 * 32 * 2 / 1e9,
-                   [](int, int) { return amx::tile_dot_loop(kTileIters); });
+  return peak_amx_int8_gops(pool, 1 << 16);
+}
+
+MachineCeilings measure_machine_ceilings(ThreadPool& pool, bool quick) {
+  MachineCeilings m;
+  const char* bw_env = std::getenv("STRATA_MEM_BW_GBS");
+  m.read_bw_gbs = bw_env != nullptr ? std::atof(bw_env)
+                                    : measure_read_bandwidth_gbs(
+                                          pool, quick ? size_t{256} << 20 : size_t{512} << 20);
+  const int64_t iters = quick ? kQuickFmaIters : kFmaIters;
+  m.fp32_gflops = peak_fp32_gflops(pool, iters);
+  m.int8_gops = peak_int8_gops(pool, iters);
+  m.amx_int8_gops = peak_amx_int8_gops(pool, quick ? (1 << 13) : (1 << 16));
+  return m;
 }
 
 }  // namespace strata

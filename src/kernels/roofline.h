@@ -29,4 +29,18 @@ double measure_peak_int8_gops(ThreadPool& pool);
 // a CPU is set by this, not by measure_peak_int8_gops().
 double measure_peak_amx_int8_gops(ThreadPool& pool);
 
+// All four at once: the ceilings a roofline compares each phase of a forward
+// pass against (runtime/forward_profile.h). STRATA_MEM_BW_GBS, when set,
+// replaces the bandwidth measurement. `quick` (a server's start-up: ~0.1 s
+// in all) reads a 256 MiB buffer and runs an eighth of the compute loops;
+// otherwise ~1 s (`strata bench forward`).
+struct MachineCeilings {
+  double read_bw_gbs = 0;    // GB/s
+  double fp32_gflops = 0;    // GFLOP/s
+  double int8_gops = 0;      // GOP/s, VNNI (or AVX2) dot products
+  double amx_int8_gops = 0;  // GOP/s, 0 without a usable AMX
+  bool known() const { return read_bw_gbs > 0 && fp32_gflops > 0; }
+};
+MachineCeilings measure_machine_ceilings(ThreadPool& pool, bool quick);
+
 }  // namespace strata

@@ -28,6 +28,7 @@ ModelRunner::ModelRunner(const ModelWeights& weights, KvStorage& kv, ThreadPool&
   gate_.resize(n * c.ffn_dim);
   up_.resize(n * c.ffn_dim);
   tables_.resize(n);
+  seq_context_.reserve(n);
   if (ProcessGroup* group = weights.group(); group != nullptr) {
     const size_t vocab_shard = static_cast<size_t>(weights.vocab_end() - weights.vocab_begin());
     if (weights.layout().is_last_stage()) logits_local_.resize(n * vocab_shard);
@@ -177,12 +178,38 @@ Status ModelRunner::collect(float* logits_out) {
   in_flight_logits_.pop_front();
   if (n_logits == 0) return Status::ok();
   try {
+    const auto t = ForwardProfile::Clock::now();
     gather_logits(n_logits, logits_out);
+    profile_.lap(t, ForwardPhase::kExchange, 0,
+                 static_cast<double>(n_logits) * static_cast<double>(vocab_size()) * sizeof(float),
+                 Arithmetic::kNone);
   } catch (const GroupFailure& e) {
     return Status(StatusCode::kResourceExhausted,
                   std::string("the model-parallel group failed (") + e.what() + ")");
   }
   return Status::ok();
+}
+
+namespace {
+
+// From this many rows on, the row-wise elementwise ops (norms, bias, rope,
+// SiLU x up, residual adds) run on the pool's threads; below, one thread
+// (a decode step's few rows cost less than waking the pool).
+constexpr int64_t kParallelElementwiseRows = 16;
+
+}  // namespace
+
+template <class Fn>
+void ModelRunner::for_rows(int64_t n, Fn&& fn) {
+  if (n < kParallelElementwiseRows || pool_.num_threads() == 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  pool_.run([&](int ith, int nth) {
+    int64_t begin, end;
+    split_range(n, ith, nth, &begin, &end);
+    if (begin < end) fn(begin, end);
+  });
 }
 
 void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out, bool gathers) {
@@ -205,15 +232,23 @@ void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out, bool g
   float* gate = gate_.data();
   float* up = up_.data();
 
+  // Every step below is timed lap to lap into profile_ (forward_profile.h)
+  // with the work it did, so the phases add up to the whole pass.
+  using Phase = ForwardPhase;
+  const double f = sizeof(float);
+  const double nd = static_cast<double>(n);
+  auto t = ForwardProfile::Clock::now();
   if (layout.is_first_stage()) {
     pool_.run([&](int ith, int nth) {
       int64_t begin, end;
       split_range(n, ith, nth, &begin, &end);
       for (int64_t t = begin; t < end; ++t) weights_.embed(b.tokens[t], x + t * hidden);
     });
+    t = profile_.lap(t, Phase::kElementwise, 0, nd * hidden * f * 2, Arithmetic::kNone);
   } else {
     group->recv(layout.rank_of(layout.pp_rank() - 1, layout.tp_rank()), x,
                 static_cast<size_t>(n * hidden) * sizeof(float), "the pipeline's activations");
+    t = profile_.lap(t, Phase::kExchange, 0, nd * hidden * f, Arithmetic::kNone);
   }
 
   for (size_t s = 0; s < b.block_tables.size(); ++s) tables_[s] = b.block_tables[s].data();
@@ -223,39 +258,91 @@ void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out, bool g
   ab.seq = b.seq_index.data();
   ab.block_tables = tables_.data();
 
+  // One layer's attention work: QK and PV over each token's causal context
+  // (4 ops per head dim and position), each sequence's KV read once, the new
+  // K and V written, q in and the output out.
+  double attn_ops = 0, attn_bytes = 0;
+  {
+    const double kv_bytes_per_pos = 2.0 * static_cast<double>(c.kv_dim()) * sizeof(uint16_t);
+    seq_context_.assign(b.block_tables.size(), 0);  // reserved: allocates nothing
+    for (int64_t i = 0; i < n; ++i) {
+      attn_ops += 4.0 * c.num_heads * c.head_dim * (static_cast<double>(b.positions[i]) + 1.0);
+      int64_t& ctx = seq_context_[static_cast<size_t>(b.seq_index[i])];
+      ctx = std::max<int64_t>(ctx, b.positions[i] + 1);
+    }
+    for (int64_t ctx : seq_context_) attn_bytes += static_cast<double>(ctx) * kv_bytes_per_pos;
+    attn_bytes += nd * (2.0 * c.q_dim() * f + 2.0 * c.kv_dim() * f);
+  }
+  const double norm_bytes = nd * hidden * f * 2;
+  const double residual_bytes = nd * hidden * f * 3;
+
   for (int il = 0; il < c.num_layers; ++il) {
     const LayerWeights& l = weights_.layers()[il];
-    rms_norm(x, l.attn_norm, xn, n, hidden, eps);
+    // Row-wise ops split by token rows: each row is computed the same way
+    // whichever thread and split it falls in (a SiLU row's vector body and
+    // scalar tail start at the row).
+    for_rows(n, [&](int64_t r0, int64_t r1) {
+      rms_norm(x + r0 * hidden, l.attn_norm, xn + r0 * hidden, r1 - r0, hidden, eps);
+    });
+    t = profile_.lap(t, Phase::kElementwise, 0, norm_bytes, Arithmetic::kNone);
     matmul(l.attn_q, xn, n, q, pool_);
     matmul(l.attn_k, xn, n, k, pool_);
     matmul(l.attn_v, xn, n, v, pool_);
-    if (l.bias_q != nullptr) {
-      add_bias(q, l.bias_q, n, c.q_dim());
-      add_bias(k, l.bias_k, n, c.kv_dim());
-      add_bias(v, l.bias_v, n, c.kv_dim());
-    }
-    if (l.q_norm != nullptr) {
-      rms_norm(q, l.q_norm, q, n * c.num_heads, c.head_dim, eps);
-      rms_norm(k, l.k_norm, k, n * c.num_kv_heads, c.head_dim, eps);
-    }
-    rope(q, b.positions.data(), n, c.num_heads, rope_params);
-    rope(k, b.positions.data(), n, c.num_kv_heads, rope_params);
+    t = profile_.lap_matmuls(t, Phase::kQkvProj, {&l.attn_q, &l.attn_k, &l.attn_v}, n);
+    for_rows(n, [&](int64_t r0, int64_t r1) {
+      const int64_t rows = r1 - r0;
+      float* qr = q + r0 * c.q_dim();
+      float* kr = k + r0 * c.kv_dim();
+      if (l.bias_q != nullptr) {
+        add_bias(qr, l.bias_q, rows, c.q_dim());
+        add_bias(kr, l.bias_k, rows, c.kv_dim());
+        add_bias(v + r0 * c.kv_dim(), l.bias_v, rows, c.kv_dim());
+      }
+      if (l.q_norm != nullptr) {
+        rms_norm(qr, l.q_norm, qr, rows * c.num_heads, c.head_dim, eps);
+        rms_norm(kr, l.k_norm, kr, rows * c.num_kv_heads, c.head_dim, eps);
+      }
+      rope(qr, b.positions.data() + r0, rows, c.num_heads, rope_params);
+      rope(kr, b.positions.data() + r0, rows, c.num_kv_heads, rope_params);
+    });
+    t = profile_.lap(t, Phase::kElementwise, 0, nd * (c.q_dim() + c.kv_dim()) * f * 2,
+                     Arithmetic::kNone);
 
     const KvLayerView kv = kv_.layer(il);
     write_kv(kv, k, v, b.slot_mapping.data(), n);
     paged_attention(q, kv, ab, c.num_heads, attn_scale, attn, pool_);
+    t = profile_.lap(t, Phase::kAttention, attn_ops, attn_bytes, Arithmetic::kFp32);
 
     matmul(l.attn_output, attn, n, xn, pool_);
-    if (is_tp) group->all_reduce_sum(xn, n * hidden);
-    add_inplace(x, xn, n * hidden);
-
-    rms_norm(x, l.ffn_norm, xn, n, hidden, eps);
+    t = profile_.lap_matmuls(t, Phase::kOProj, {&l.attn_output}, n);
+    if (is_tp) {
+      group->all_reduce_sum(xn, n * hidden);
+      t = profile_.lap(t, Phase::kExchange, 0, nd * hidden * f, Arithmetic::kNone);
+    }
+    for_rows(n, [&](int64_t r0, int64_t r1) {
+      add_inplace(x + r0 * hidden, xn + r0 * hidden, (r1 - r0) * hidden);
+      rms_norm(x + r0 * hidden, l.ffn_norm, xn + r0 * hidden, r1 - r0, hidden, eps);
+    });
+    t = profile_.lap(t, Phase::kElementwise, 0, residual_bytes + norm_bytes, Arithmetic::kNone);
     matmul(l.ffn_gate, xn, n, gate, pool_);
     matmul(l.ffn_up, xn, n, up, pool_);
-    silu_mul(gate, up, gate, n * c.ffn_dim);
+    t = profile_.lap_matmuls(t, Phase::kGateUpProj, {&l.ffn_gate, &l.ffn_up}, n);
+    for_rows(n, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        silu_mul(gate + r * c.ffn_dim, up + r * c.ffn_dim, gate + r * c.ffn_dim, c.ffn_dim);
+      }
+    });
+    t = profile_.lap(t, Phase::kElementwise, 0, nd * c.ffn_dim * f * 3, Arithmetic::kNone);
     matmul(l.ffn_down, gate, n, xn, pool_);
-    if (is_tp) group->all_reduce_sum(xn, n * hidden);
-    add_inplace(x, xn, n * hidden);
+    t = profile_.lap_matmuls(t, Phase::kDownProj, {&l.ffn_down}, n);
+    if (is_tp) {
+      group->all_reduce_sum(xn, n * hidden);
+      t = profile_.lap(t, Phase::kExchange, 0, nd * hidden * f, Arithmetic::kNone);
+    }
+    for_rows(n, [&](int64_t r0, int64_t r1) {
+      add_inplace(x + r0 * hidden, xn + r0 * hidden, (r1 - r0) * hidden);
+    });
+    t = profile_.lap(t, Phase::kElementwise, 0, residual_bytes, Arithmetic::kNone);
   }
 
   const int64_t n_logits = static_cast<int64_t>(b.logits_indices.size());
@@ -263,9 +350,14 @@ void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out, bool g
     // Shard t of the next stage continues from this residual stream.
     group->isend(layout.rank_of(layout.pp_rank() + 1, layout.tp_rank()), x,
                  static_cast<size_t>(n * hidden) * sizeof(float), "the pipeline's activations");
-    if (!gathers) return;  // launch(): collect() gathers, the next launch waits for the send
+    if (!gathers) {
+      // launch(): collect() gathers, the next launch waits for the send
+      profile_.lap(t, Phase::kExchange, 0, nd * hidden * f, Arithmetic::kNone);
+      return;
+    }
     if (layout.is_driver() && n_logits > 0) gather_logits(n_logits, logits_out);
     group->wait_sends();
+    profile_.lap(t, Phase::kExchange, 0, nd * hidden * f, Arithmetic::kNone);
     return;
   }
   // Only the rows that sample go through the head: gather them into xn.
@@ -275,12 +367,20 @@ void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out, bool g
     std::copy(src, src + hidden, xn + i * hidden);
   }
   rms_norm(xn, weights_.output_norm(), xn, n_logits, hidden, eps);
+  t = profile_.lap(t, Phase::kElementwise, 0, static_cast<double>(n_logits) * hidden * f * 3,
+                   Arithmetic::kNone);
   if (group == nullptr) {
     matmul(weights_.output(), xn, n_logits, logits_out, pool_);
+    profile_.lap_matmuls(t, Phase::kLmHead, {&weights_.output()}, n_logits);
     return;
   }
   matmul(weights_.output(), xn, n_logits, logits_local_.data(), pool_);
+  t = profile_.lap_matmuls(t, Phase::kLmHead, {&weights_.output()}, n_logits);
   gather_logits(n_logits, logits_out);
+  profile_.lap(
+      t, Phase::kExchange, 0,
+      static_cast<double>(n_logits) * static_cast<double>(weights_.config().vocab_size) * f,
+      Arithmetic::kNone);
 }
 
 void ModelRunner::gather_logits(int64_t n_logits, float* logits_out) {

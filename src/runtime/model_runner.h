@@ -39,6 +39,7 @@
 
 #include "model/model_weights.h"
 #include "runtime/forward_batch.h"
+#include "runtime/forward_profile.h"
 #include "runtime/kv_storage.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
@@ -73,6 +74,10 @@ class ModelRunner {
   Status collect(float* logits_out);
   size_t num_in_flight() const { return in_flight_logits_.size(); }
 
+  // Per-phase time and work of the passes run so far, with their roofline
+  // floors once set_ceilings() has the machine's (forward_profile.h).
+  ForwardProfile& profile() { return profile_; }
+
  private:
   Status validate(const ForwardBatch& batch) const;
   // `gathers`: a driver that is not the last stage waits for the logits
@@ -80,6 +85,10 @@ class ModelRunner {
   void forward_local(const ForwardBatch& batch, float* logits_out, bool gathers = true);
   // Last stage: this shard's logits rows -> rank 0's logits_out.
   void gather_logits(int64_t n_logits, float* logits_out);
+  // fn(begin, end) over token rows [0, n): split across the pool's threads
+  // from a few rows on, else on this thread.
+  template <class Fn>
+  void for_rows(int64_t n, Fn&& fn);
 
   const ModelWeights& weights_;
   KvStorage& kv_;
@@ -99,6 +108,8 @@ class ModelRunner {
   std::vector<float> logits_local_;       // [n][vocab shard] (model parallel only)
   std::vector<float> logits_part_;        // [n][vocab shard] of another shard (rank 0)
   std::deque<int64_t> in_flight_logits_;  // launched batches' logits rows, oldest first
+  std::vector<int64_t> seq_context_;      // [n_seqs] context length (profile_'s attention bytes)
+  ForwardProfile profile_;
 };
 
 }  // namespace strata

@@ -192,5 +192,61 @@ TEST(ModelRunner, LogitsAreFiniteAndVary) {
   EXPECT_GT(hi - lo, 1e-3f);
 }
 
+// The profile counts every phase's work exactly (hidden 64, q 64, kv 32,
+// ffn 96, vocab 40, 2 layers, 4 heads of 16; F32 weights) and, with
+// ceilings, files each record under the bound that sets its floor.
+TEST(ModelRunner, ProfileCountsEachPhasesWorkAndItsRooflineBound) {
+  Fixture f("llama");
+  // 1 GFLOP/s and 1 GB/s: a matmul's 2 ops per 4-byte weight make the
+  // one-token pass memory bound, eleven tokens (22 ops per weight) compute
+  // bound.
+  MachineCeilings ceilings;
+  ceilings.read_bw_gbs = 1;
+  ceilings.fp32_gflops = 1;
+  ceilings.int8_gops = 1;
+  f.runner->profile().set_ceilings(ceilings);
+  run_alone(f, {0, 1, 2});
+  const ForwardProfileTotals prefill = f.runner->profile().take();
+  const double n = 11, layers = 2;
+  const PhaseTotals qkv = prefill.phase(ForwardPhase::kQkvProj);
+  EXPECT_EQ(qkv.calls, 2);
+  EXPECT_DOUBLE_EQ(qkv.ops, layers * 2 * n * 64 * (64 + 32 + 32));
+  EXPECT_DOUBLE_EQ(qkv.bytes, layers * ((64 + 32 + 32) * 64 * 4 + 4 * n * (3 * 64 + 64 + 32 + 32)));
+  EXPECT_DOUBLE_EQ(prefill.phase(ForwardPhase::kGateUpProj).ops, layers * 2 * n * 64 * 96 * 2);
+  EXPECT_DOUBLE_EQ(prefill.phase(ForwardPhase::kDownProj).ops, layers * 2 * n * 96 * 64);
+  EXPECT_DOUBLE_EQ(prefill.phase(ForwardPhase::kOProj).ops, layers * 2 * n * 64 * 64);
+  // Every position samples here (run_alone asks for all logits).
+  EXPECT_DOUBLE_EQ(prefill.phase(ForwardPhase::kLmHead).ops, 2 * n * 64 * 40);
+  // Attention: 4 ops per head dim per causal position, 1 + 2 + ... + 11.
+  EXPECT_DOUBLE_EQ(prefill.phase(ForwardPhase::kAttention).ops, layers * 4 * 4 * 16 * 66);
+  EXPECT_EQ(prefill.phase(ForwardPhase::kExchange).calls, 0);  // one process
+  for (ForwardPhase p :
+       {ForwardPhase::kQkvProj, ForwardPhase::kGateUpProj, ForwardPhase::kDownProj}) {
+    const PhaseTotals& c = prefill.at(p, RooflineBound::kCompute);
+    EXPECT_EQ(c.calls, 2) << forward_phase_name(p);
+    EXPECT_DOUBLE_EQ(c.floor_seconds, c.ops / 1e9) << forward_phase_name(p);
+    EXPECT_GT(c.seconds, 0);
+  }
+  EXPECT_GT(prefill.at(ForwardPhase::kElementwise, RooflineBound::kMemory).calls, 0);
+  EXPECT_EQ(prefill.at(ForwardPhase::kElementwise, RooflineBound::kCompute).calls, 0);
+  // The phases cover the pass lap to lap: their sum is its wall time.
+  EXPECT_GT(prefill.total().seconds, 0);
+
+  // One more token of the same sequence: a decode step, memory bound.
+  ForwardBatch b;
+  b.block_tables = {{0, 1, 2}};
+  b.add_token(4, static_cast<int32_t>(kTokens.size()), 0, kBlockSize, true);
+  std::vector<float> logits(f.vocab());
+  ASSERT_TRUE(f.runner->forward(b, logits.data()).is_ok());
+  const ForwardProfileTotals decode = f.runner->profile().take();
+  const PhaseTotals& m = decode.at(ForwardPhase::kGateUpProj, RooflineBound::kMemory);
+  EXPECT_EQ(m.calls, 2);
+  EXPECT_EQ(decode.at(ForwardPhase::kGateUpProj, RooflineBound::kCompute).calls, 0);
+  EXPECT_DOUBLE_EQ(m.floor_seconds, m.bytes / 1e9);
+  EXPECT_DOUBLE_EQ(decode.phase(ForwardPhase::kAttention).ops, layers * 4 * 4 * 16 * 12);
+  // take() started over.
+  EXPECT_TRUE(f.runner->profile().take().empty());
+}
+
 }  // namespace
 }  // namespace strata
