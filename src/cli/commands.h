@@ -150,6 +150,9 @@ struct ServeOptions {
   server::ServerOptions server;
   std::string max_body_bytes = format_byte_size(server::ServerOptions{}.max_body_bytes);
   int32_t drain_timeout_s = 30;  // seconds in-flight requests get after SIGTERM
+  // Measure the machine's ceilings at start-up (~0.1 s) for the roofline
+  // floors in /metrics (--no-roofline: time and work only).
+  bool roofline = true;
   EngineFlags engine;
   DisaggFlags disagg;  // --role and the KV transfer channel
   ParallelOptions parallel;

@@ -154,6 +154,9 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--idle-timeout", serve.server.idle_timeout_s, "Keep-alive seconds")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
+  serve_cmd->add_flag("!--no-roofline", serve.roofline,
+                      "Skip measuring this machine's bandwidth and arithmetic peaks at start-up "
+                      "(/metrics then has no strata:forward_phase_floor_seconds)");
   serve_cmd
       ->add_option("--write-timeout", serve.server.write_timeout_s, "Seconds a write may block")
       ->capture_default_str()

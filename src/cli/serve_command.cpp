@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -22,6 +23,7 @@
 #include "disagg/worker_role.h"
 #include "engine/engine.h"
 #include "http/http_server.h"
+#include "kernels/roofline.h"
 #include "model/model_weights.h"
 #include "server/openai_server.h"
 #include "tokenizer/tokenizer.h"
@@ -75,6 +77,13 @@ int run_serve(const ServeOptions& opt) {
   if (!tokenizer) return fail(tokenizer.status());
   Result<EngineOptions> engine_options = to_engine_options(opt.engine);
   if (!engine_options) return fail(engine_options.status());
+  if (opt.roofline) {
+    // Before the engine's pool exists (two pools would compete).
+    ThreadPool pool(engine_options->num_threads > 0
+                        ? engine_options->num_threads
+                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    engine_options->ceilings = measure_machine_ceilings(pool, /*quick=*/true);
+  }
   Result<size_t> max_body = parse_byte_size(opt.max_body_bytes);
   if (!max_body) return fail(max_body.status());
   Result<disagg::WorkerRoleOptions> role_options = to_worker_role_options(opt.disagg);

@@ -38,6 +38,8 @@ class SingleSequence {
   // A sequence that would outgrow the context is an error naming --ctx-size.
   Status append(std::span<const int32_t> tokens);
   const std::vector<float>& logits() const { return logits_; }
+  // The runner's per-phase time and work (runtime/forward_profile.h).
+  ForwardProfile& profile() { return runner_->profile(); }
 
  private:
   SingleSequence() = default;

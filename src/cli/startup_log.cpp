@@ -89,6 +89,17 @@ std::vector<std::string> startup_log_lines(const std::string& model_path,
     lines.push_back(std::string("AMX: off (") + amx_support().reason() + ")");
   }
 
+  if (o.ceilings.known()) {
+    std::string amx;
+    if (o.ceilings.amx_int8_gops > 0) {
+      amx = printf_string(", AMX int8 %.0f GOP/s", o.ceilings.amx_int8_gops);
+    }
+    lines.push_back(printf_string(
+        "roofline: read %.1f GB/s, fp32 FMA %.0f GFLOP/s, int8 dot %.0f GOP/s%s (measured; "
+        "/metrics strata:forward_phase_floor_seconds per phase)",
+        o.ceilings.read_bw_gbs, o.ceilings.fp32_gflops, o.ceilings.int8_gops, amx.c_str()));
+  }
+
   const ParallelLayout& layout = weights.layout();
   const ModelConfig& local = weights.local_config();
   if (layout.is_parallel()) {

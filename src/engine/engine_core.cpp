@@ -74,6 +74,9 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
           : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())));
   c.runner_ = std::make_unique<ModelRunner>(weights, *c.kv_storage_, *c.pool_,
                                             options.max_num_batched_tokens);
+  c.runner_->profile().set_ceilings(options.ceilings);
+  if (metrics != nullptr && options.ceilings.known())
+    metrics->set_machine_ceilings(options.ceilings);
   const KvCacheOptions kv_options = options.kv_cache_options(
       static_cast<int32_t>(std::min<int64_t>(c.kv_storage_->num_blocks(), int64_t{1} << 30)));
   STRATA_RETURN_IF_ERROR(kv_options.validate());
@@ -276,6 +279,7 @@ StepStats EngineCore::finish_step(const StepPlan& plan, const ExecutedStep& exec
   if (metrics_ != nullptr) {
     metrics_->observe_step(stats.num_prefill_tokens, stats.num_sampled + stats.num_accepted_drafts,
                            stats.seconds);
+    metrics_->add_forward_profile(runner_->profile().take());
     if (gate_) {
       const GateStats& g = gate_->stats();
       metrics_->observe_spec_decode({num_drafting, stats.num_draft_tokens,

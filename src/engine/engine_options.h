@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/roofline.h"
 #include "kv/kv_cache_manager.h"
 #include "kvtier/kv_tier_options.h"
 #include "model/model_config.h"
@@ -77,6 +78,11 @@ struct EngineOptions {
   // what it would have been without (see docs/speculative.md). Off by
   // default.
   SpeculativeConfig speculative;
+  // The machine's ceilings (kernels/roofline.h), against which the engine
+  // reports each forward phase's roofline floor in its metrics; `strata
+  // serve` measures them at start-up (--no-roofline skips that). Unknown
+  // (the default): the metrics carry time and work without floors.
+  MachineCeilings ceilings;
 
   Status validate() const;
   // The checks that need the model: max_model_len within its trained

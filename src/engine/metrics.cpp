@@ -285,6 +285,16 @@ void Metrics::observe_kv_load_time(double seconds) {
   observe(s_.kv_load_time, seconds);
 }
 
+void Metrics::add_forward_profile(const ForwardProfileTotals& totals) {
+  std::lock_guard<std::mutex> lock(mu_);
+  s_.forward.add(totals);
+}
+
+void Metrics::set_machine_ceilings(const MachineCeilings& ceilings) {
+  std::lock_guard<std::mutex> lock(mu_);
+  s_.ceilings = ceilings;
+}
+
 void Metrics::set_tier_source(std::function<std::vector<TierMetricsSnapshot>()> source) {
   std::lock_guard<std::mutex> lock(source_mu_);
   tier_source_ = std::move(source);
@@ -355,6 +365,58 @@ std::string Metrics::to_prometheus_text(std::string_view model_name) const {
             static_cast<double>(s.num_requests_loading));
     w.histogram("kv_load_time_seconds", "Histogram of one request's KV tier load in seconds.",
                 s.kv_load_time);
+  }
+  if (!s.forward.empty()) {
+    // Per phase of the forward pass and roofline bound: time, the floor of
+    // the same work at the measured ceilings (floor / seconds = fraction of
+    // the ceiling achieved), the arithmetic and the bytes.
+    struct PhaseField {
+      const char* name;
+      const char* help;
+      double PhaseTotals::*field;
+      bool needs_floor;
+    };
+    static const PhaseField kPhaseFields[] = {
+        {"forward_phase_seconds", "Seconds of forward passes spent in each phase.",
+         &PhaseTotals::seconds, false},
+        {"forward_phase_floor_seconds",
+         "Roofline floor of the same work at the machine's measured ceilings, seconds "
+         "(floor over seconds is the fraction of the ceiling achieved).",
+         &PhaseTotals::floor_seconds, true},
+        {"forward_phase_operations", "Arithmetic operations of each phase (multiply-add = 2).",
+         &PhaseTotals::ops, false},
+        {"forward_phase_bytes", "Bytes each phase moves to or from memory at least once.",
+         &PhaseTotals::bytes, false},
+    };
+    for (const PhaseField& pf : kPhaseFields) {
+      if (pf.needs_floor && !s.ceilings.known()) continue;
+      w.counter_header(pf.name, pf.help);
+      for (int p = 0; p < kNumForwardPhases; ++p) {
+        for (int b = 0; b < kNumRooflineBounds; ++b) {
+          const PhaseTotals& t = s.forward.by[p][b];
+          if (t.calls == 0) continue;
+          if (pf.needs_floor && static_cast<RooflineBound>(b) == RooflineBound::kNone) continue;
+          w.sample(std::string(pf.name) + "_total",
+                   std::string("phase=\"") + forward_phase_name(static_cast<ForwardPhase>(p)) +
+                       "\",bound=\"" + roofline_bound_name(static_cast<RooflineBound>(b)) + "\"",
+                   fmt_double(t.*(pf.field)));
+        }
+      }
+    }
+  }
+  if (s.ceilings.known()) {
+    w.gauge("machine_read_bandwidth_bytes_per_second",
+            "Memory read bandwidth measured at start-up.", s.ceilings.read_bw_gbs * 1e9);
+    w.gauge("machine_peak_fp32_flops_per_second", "Peak fp32 FMA rate measured at start-up.",
+            s.ceilings.fp32_gflops * 1e9);
+    w.gauge("machine_peak_int8_ops_per_second",
+            "Peak int8 dot-product rate (VNNI or AVX2) measured at start-up.",
+            s.ceilings.int8_gops * 1e9);
+    if (s.ceilings.amx_int8_gops > 0) {
+      w.gauge("machine_peak_amx_int8_ops_per_second",
+              "Peak int8 rate of the AMX tile unit measured at start-up.",
+              s.ceilings.amx_int8_gops * 1e9);
+    }
   }
   if (s.spec_decode_enabled) {
     w.counter("spec_decode_num_drafts", "Requests' draft proposals verified.",

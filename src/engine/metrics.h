@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/roofline.h"
+#include "runtime/forward_profile.h"
 #include "sched/request.h"
 
 namespace strata {
@@ -99,6 +101,11 @@ struct MetricsSnapshot {
   double spec_decode_tokens_per_step = 0.0;
   double spec_decode_cost_ratio = 0.0;
   bool spec_decode_is_drafting = false;
+  // The forward passes' time and work per phase and roofline bound, with
+  // their floors at the machine's ceilings (runtime/forward_profile.h);
+  // ceilings unknown (not measured) leave the floors and gauges out.
+  ForwardProfileTotals forward;
+  MachineCeilings ceilings;
 };
 
 // The speculative decoding figures of one step (counters are increments).
@@ -140,6 +147,8 @@ class Metrics {
   void observe_step(int64_t num_prefill_tokens, int64_t num_sampled, double seconds);
   void observe_kv_load_time(double seconds);
   void observe_spec_decode(const SpecDecodeStep& step);
+  void add_forward_profile(const ForwardProfileTotals& totals);
+  void set_machine_ceilings(const MachineCeilings& ceilings);
   // Where snapshot() reads the tiers' own counters (called on the reading
   // thread; must be thread-safe). nullptr detaches it (before the tiers go).
   void set_tier_source(std::function<std::vector<TierMetricsSnapshot>()> source);

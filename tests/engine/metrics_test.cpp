@@ -72,6 +72,54 @@ TEST(Metrics, PrometheusTextUsesVllmNamesAndCumulativeBuckets) {
   EXPECT_EQ(text.find("0000000"), std::string::npos) << text;
 }
 
+TEST(Metrics, ForwardPhasesExportTimeWorkAndFloorsOnlyWithCeilings) {
+  Metrics m;
+  ForwardProfileTotals t;
+  PhaseTotals& c = t.at(ForwardPhase::kGateUpProj, RooflineBound::kCompute);
+  c = PhaseTotals{0.5, 0.25, 2e9, 1e8, 3};
+  t.at(ForwardPhase::kExchange, RooflineBound::kNone) = PhaseTotals{0.125, 0, 0, 4096, 1};
+  m.add_forward_profile(t);
+  m.add_forward_profile(t);
+  std::string text = m.to_prometheus_text("tiny");
+  EXPECT_NE(text.find("# TYPE strata:forward_phase_seconds_total counter\n"), std::string::npos);
+  EXPECT_NE(
+      text.find("strata:forward_phase_seconds_total{model_name=\"tiny\",phase=\"gate_up_proj\","
+                "bound=\"compute\"} 1\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("strata:forward_phase_operations_total{model_name=\"tiny\",phase=\"gate_up_"
+                      "proj\",bound=\"compute\"} 4e+09\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("strata:forward_phase_seconds_total{model_name=\"tiny\",phase=\"exchange\","
+                      "bound=\"none\"} 0.25\n"),
+            std::string::npos)
+      << text;
+  // No ceilings measured: no floors, no machine gauges.
+  EXPECT_EQ(text.find("forward_phase_floor_seconds"), std::string::npos) << text;
+  EXPECT_EQ(text.find("machine_read_bandwidth"), std::string::npos) << text;
+
+  MachineCeilings ceilings;
+  ceilings.read_bw_gbs = 20;
+  ceilings.fp32_gflops = 100;
+  ceilings.int8_gops = 400;
+  m.set_machine_ceilings(ceilings);
+  text = m.to_prometheus_text("tiny");
+  EXPECT_NE(text.find("strata:forward_phase_floor_seconds_total{model_name=\"tiny\",phase=\"gate_"
+                      "up_proj\",bound=\"compute\"} 0.5\n"),
+            std::string::npos)
+      << text;
+  // The exchange has no floor.
+  EXPECT_EQ(text.find("forward_phase_floor_seconds_total{model_name=\"tiny\",phase=\"exchange\""),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("strata:machine_read_bandwidth_bytes_per_second{model_name=\"tiny\"} 2e+10\n"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("machine_peak_amx"), std::string::npos) << text;  // no AMX figure given
+}
+
 // Runs `command`, returning its stdout and stderr; nullopt if it could not run.
 std::optional<std::string> run_command(const std::string& command, int* exit_code) {
   FILE* pipe = popen((command + " 2>&1").c_str(), "r");
@@ -99,6 +147,11 @@ TEST(Metrics, PromtoolFindsNothingButColonsInARealEnginesText) {
   EngineOptions o = testing::tier_options();
   o.kv_tiers.cpu_bytes = size_t{16} << 20;
   o.kv_tiers.disk_dir = dir.str() + "/kv";
+  // Ceilings as a server measures them: the forward-phase floors and the
+  // machine gauges are in the text too.
+  o.ceilings.read_bw_gbs = 20;
+  o.ceilings.fp32_gflops = 100;
+  o.ceilings.int8_gops = 400;
   Result<std::unique_ptr<Engine>> engine =
       Engine::create(*testing::peaky_model().weights, *testing::peaky_model().tokenizer, o);
   ASSERT_TRUE(engine.is_ok()) << engine.status().message();
@@ -115,6 +168,10 @@ TEST(Metrics, PromtoolFindsNothingButColonsInARealEnginesText) {
   }
   const std::string text = (*engine)->metrics().to_prometheus_text("tiny");
   ASSERT_NE(text.find("strata:kv_tier_hits_total{model_name=\"tiny\",tier=\"disk\"}"),
+            std::string::npos)
+      << text;
+  ASSERT_NE(text.find("strata:forward_phase_floor_seconds_total{model_name=\"tiny\",phase=\"qkv_"
+                      "proj\""),
             std::string::npos)
       << text;
   const std::string path = dir.str() + "/metrics.txt";
