@@ -122,9 +122,35 @@ if start_server "$model"; then
   log_has "start-up log: concurrency" "maximum concurrency at --max-model-len 256: 256.00x"
   log_has "start-up log: address" "listening on http://127.0.0.1:$port"
   if grep -q "warning" "$tmp/serve.err"; then fail "default start-up warns:"; cat "$tmp/serve.err"; else pass; fi
+  # The machine's ceilings, measured at start-up, and after one request the
+  # forward phases against them in /metrics.
+  log_has "start-up log: roofline" \
+    "\[serve\] roofline: read [0-9.]* GB/s, fp32 FMA [0-9]* GFLOP/s, int8 dot [0-9]* GOP/s"
+  curl -s "http://127.0.0.1:$port/v1/completions" -H 'content-type: application/json' \
+    -d '{"prompt": "a b c", "max_tokens": 2}' > /dev/null
+  curl -s "http://127.0.0.1:$port/metrics" > "$tmp/metrics"
+  for series in 'strata:forward_phase_seconds_total{model_name="llama-f32-peaky",phase="qkv_proj"' \
+                'strata:forward_phase_floor_seconds_total{model_name="llama-f32-peaky",phase="gate_up_proj"' \
+                'strata:machine_read_bandwidth_bytes_per_second{'; do
+    if grep -qF "$series" "$tmp/metrics"; then pass; else fail "/metrics has no $series"; fi
+  done
   stop_server
 else
   fail "strata serve MODEL did not start"
+fi
+
+# --no-roofline: nothing measured, so time and work per phase but no floors.
+if start_server "$model" --no-roofline; then
+  if grep -q "roofline:" "$tmp/serve.err"; then fail "--no-roofline still measured:"; cat "$tmp/serve.err"; else pass; fi
+  curl -s "http://127.0.0.1:$port/v1/completions" -H 'content-type: application/json' \
+    -d '{"prompt": "a b c", "max_tokens": 2}' > /dev/null
+  curl -s "http://127.0.0.1:$port/metrics" > "$tmp/metrics"
+  if grep -q "forward_phase_seconds_total" "$tmp/metrics" &&
+     ! grep -q "forward_phase_floor_seconds\|machine_read_bandwidth" "$tmp/metrics"; then pass; else
+    fail "--no-roofline /metrics:"; grep "forward_phase\|machine_" "$tmp/metrics"; fi
+  stop_server
+else
+  fail "strata serve --no-roofline did not start"
 fi
 
 # The budget follows the flags: 4 sequences x ceil(100 / 16) = 28 blocks.
