@@ -100,9 +100,15 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) int dot_loop_vnni(int64_t
 #pragma GCC unroll 12
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
   }
+  // The sums wrap (vpdpbusd does not saturate); fold them as unsigned, where
+  // wrapping is defined (_mm512_reduce_add_epi32 adds as int).
   __m512i s = acc[0];
   for (int i = 1; i < 12; ++i) s = _mm512_add_epi32(s, acc[i]);
-  return _mm512_reduce_add_epi32(s);
+  alignas(64) uint32_t lanes[16];
+  _mm512_store_si512(lanes, s);
+  uint32_t total = 0;
+  for (uint32_t v : lanes) total += v;
+  return static_cast<int>(total & 0x7fffffff);
 }
 
 // The AVX2 kernels' int8 dot: vpmaddubsw then vpmaddwd (32 MACs per pair).
@@ -118,11 +124,11 @@ __attribute__((target("avx2"))) int dot_loop_avx2(int64_t iters) {
   }
   __m256i s = acc[0];
   for (int i = 1; i < 12; ++i) s = _mm256_add_epi32(s, acc[i]);
-  alignas(32) int32_t lanes[8];
+  alignas(32) uint32_t lanes[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
-  int total = 0;
-  for (int v : lanes) total += v;
-  return total;
+  uint32_t total = 0;  // the sums wrap: fold them where wrapping is defined
+  for (uint32_t v : lanes) total += v;
+  return static_cast<int>(total & 0x7fffffff);
 }
 
 // Runs `body` on every thread; returns the rate `units_per_thread * nth /
