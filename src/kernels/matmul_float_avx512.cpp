@@ -80,7 +80,7 @@ __attribute__((flatten)) void tile(const void* const* w, const float* const* x, 
     if (next != nullptr) {
 #pragma GCC unroll 8
       for (int o = 0; o < kStepBytes; o += 64) {
-        _mm_prefetch(next + k * R * Load::kElemBytes + o, _MM_HINT_T0);
+        _mm_prefetch(next + k * R * Load::kElemBytes + o, _MM_HINT_T1);
       }
     }
     __m512 wv[R];
