@@ -273,6 +273,13 @@ void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out, bool g
     for (int64_t ctx : seq_context_) attn_bytes += static_cast<double>(ctx) * kv_bytes_per_pos;
     attn_bytes += nd * (2.0 * c.q_dim() * f + 2.0 * c.kv_dim() * f);
   }
+  // Under tensor parallelism O and down give partial sums that the stage's
+  // shards add up.
+  auto all_reduce_partial_sums = [&](float* y) {
+    if (!is_tp) return;
+    group->all_reduce_sum(y, n * hidden);
+    t = profile_.lap(t, Phase::kExchange, 0, nd * hidden * f, Arithmetic::kNone);
+  };
   const double norm_bytes = nd * hidden * f * 2;
   const double residual_bytes = nd * hidden * f * 3;
 
@@ -315,10 +322,7 @@ void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out, bool g
 
     matmul(l.attn_output, attn, n, xn, pool_);
     t = profile_.lap_matmuls(t, Phase::kOProj, {&l.attn_output}, n);
-    if (is_tp) {
-      group->all_reduce_sum(xn, n * hidden);
-      t = profile_.lap(t, Phase::kExchange, 0, nd * hidden * f, Arithmetic::kNone);
-    }
+    all_reduce_partial_sums(xn);
     for_rows(n, [&](int64_t r0, int64_t r1) {
       add_inplace(x + r0 * hidden, xn + r0 * hidden, (r1 - r0) * hidden);
       rms_norm(x + r0 * hidden, l.ffn_norm, xn + r0 * hidden, r1 - r0, hidden, eps);
@@ -335,10 +339,7 @@ void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out, bool g
     t = profile_.lap(t, Phase::kElementwise, 0, nd * c.ffn_dim * f * 3, Arithmetic::kNone);
     matmul(l.ffn_down, gate, n, xn, pool_);
     t = profile_.lap_matmuls(t, Phase::kDownProj, {&l.ffn_down}, n);
-    if (is_tp) {
-      group->all_reduce_sum(xn, n * hidden);
-      t = profile_.lap(t, Phase::kExchange, 0, nd * hidden * f, Arithmetic::kNone);
-    }
+    all_reduce_partial_sums(xn);
     for_rows(n, [&](int64_t r0, int64_t r1) {
       add_inplace(x + r0 * hidden, xn + r0 * hidden, (r1 - r0) * hidden);
     });
