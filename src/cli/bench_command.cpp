@@ -39,11 +39,6 @@ size_t weight_bytes_per_token(const ModelWeights& w) {
   return bytes;
 }
 
-bool is_int8_kernel(DType type) {
-  return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_K ||
-         type == DType::kQ6_K;
-}
-
 // Seconds of pure arithmetic per prompt token at the given peaks: every
 // layer matmul (2 FLOPs per weight) plus causal attention at the prompt's
 // mean context (QK and PV: 4 FLOPs per head dim per position).
@@ -54,7 +49,7 @@ double prefill_seconds_per_token(const ModelWeights& w, int64_t prompt, double f
     for (const WeightView* v :
          {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
       const double ops = 2.0 * static_cast<double>(v->rows) * static_cast<double>(v->cols);
-      s += ops / (is_int8_kernel(v->type) ? int8_ops : fp32_flops);
+      s += ops / (uses_int8_dot(v->type) ? int8_ops : fp32_flops);
     }
   }
   const ModelConfig& c = w.config();
@@ -193,7 +188,7 @@ int run_bench_forward(const BenchForwardOptions& opt) {
       prefill_seconds_per_token(*weights, opt.prompt_tokens, fp32_gflops * 1e9, int8_gops * 1e9);
   // With AMX, the quantized matmuls' ceiling is the tile unit's int8 rate
   // (the chooser runs them there from 16 tokens on); 0 = no such unit.
-  const bool has_amx_floor = amx_gops > 0.0 && is_int8_kernel(weights->layers()[0].ffn_down.type);
+  const bool has_amx_floor = amx_gops > 0.0 && uses_int8_dot(weights->layers()[0].ffn_down.type);
   const double prefill_floor_amx_tok_s =
       has_amx_floor ? 1.0 / prefill_seconds_per_token(*weights, opt.prompt_tokens,
                                                       fp32_gflops * 1e9, amx_gops * 1e9)

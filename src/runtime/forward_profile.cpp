@@ -64,17 +64,15 @@ void ForwardProfileTotals::add(const ForwardProfileTotals& o) {
   }
 }
 
+bool uses_int8_dot(DType type) {
+  return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_K ||
+         type == DType::kQ6_K;
+}
+
 Arithmetic matmul_arithmetic(const WeightView& w, int64_t n, const MachineCeilings& ceilings) {
-  switch (w.type) {
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_K:
-    case DType::kQ6_K:
-      // The AMX kernels take whole 16-row token tiles (matmul_unit.h).
-      return ceilings.amx_int8_gops > 0 && n >= 16 ? Arithmetic::kAmxInt8 : Arithmetic::kInt8;
-    default:
-      return Arithmetic::kFp32;
-  }
+  if (!uses_int8_dot(w.type)) return Arithmetic::kFp32;
+  // The AMX kernels take whole 16-row token tiles (matmul_unit.h).
+  return ceilings.amx_int8_gops > 0 && n >= 16 ? Arithmetic::kAmxInt8 : Arithmetic::kInt8;
 }
 
 double matmul_ops(const WeightView& w, int64_t n) {
@@ -108,7 +106,9 @@ ForwardProfile::Clock::time_point ForwardProfile::lap(Clock::time_point since, F
   const double memory_s = ceilings_.read_bw_gbs > 0 ? bytes / (ceilings_.read_bw_gbs * 1e9) : 0.0;
   RooflineBound bound = compute_s >= memory_s ? RooflineBound::kCompute : RooflineBound::kMemory;
   double floor_s = std::max(compute_s, memory_s);
-  if (phase == ForwardPhase::kExchange) {
+  if (phase == ForwardPhase::kExchange || !ceilings_.known()) {
+    // No floor: the exchanges have none, and without ceilings neither term
+    // says which bound a record is under.
     bound = RooflineBound::kNone;
     floor_s = 0;
   } else if (arithmetic == Arithmetic::kNone) {

@@ -8,7 +8,8 @@
 // out). With the machine's measured ceilings (kernels/roofline.h) each
 // record also gets its floor, max(ops / peak, bytes / bandwidth), and the
 // bound that sets it: compute (prefill matmuls, long attention) or memory
-// (decode matmuls, elementwise ops). floor / seconds is the fraction of the
+// (decode matmuls, elementwise ops); without ceilings every record is filed
+// under kNone with no floor. floor / seconds is the fraction of the
 // ceiling achieved; `strata bench forward` prints it per phase and /metrics
 // exports both sums (strata:forward_phase_*).
 //
@@ -78,6 +79,9 @@ struct ForwardProfileTotals {
   bool empty() const { return total().calls == 0; }
 };
 
+// Whether a weight type's matmul runs on int8 dot products (Q8_0, Q4_0,
+// Q4_K, Q6_K); float weights run on fp32 FMAs.
+bool uses_int8_dot(DType type);
 // The arithmetic a matmul of weight w over n rows runs on.
 Arithmetic matmul_arithmetic(const WeightView& w, int64_t n, const MachineCeilings& ceilings);
 // Ops and bytes of y[n][w.rows] = x[n][w.cols] W^T: 2 rows cols n, and the
