@@ -27,11 +27,6 @@ namespace {
 using nlohmann::json;
 namespace lg = strata::loadgen;
 
-int fail(const Status& s) {
-  std::fprintf(stderr, "error: %s\n", s.message().c_str());
-  return 1;
-}
-
 Result<double> parse_rate(const std::string& s) {
   if (s == "inf" || s == "Inf" || s == "INF") return std::numeric_limits<double>::infinity();
   try {

@@ -43,11 +43,6 @@ double percentile(std::vector<double> xs, double q) {
   return xs[i];
 }
 
-int fail(const Status& s) {
-  std::fprintf(stderr, "error: %s\n", s.message().c_str());
-  return 1;
-}
-
 // The same LCG as `strata bench forward`: ids in [3, vocab).
 class PromptIds {
  public:

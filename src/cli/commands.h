@@ -11,12 +11,16 @@
 #include "cli/engine_flags.h"
 #include "parallel/process_group.h"
 #include "server/openai_server.h"
+#include "util/status.h"
 
 namespace CLI {
 class App;
 }
 
 namespace strata::cli {
+
+// Prints the error as one line on stderr ("error: ..."); returns exit code 1.
+int fail(const Status& s);
 
 // The model used when no -m is given: models/default.gguf in the source tree
 // if present, else the one `make models` generates in the build directory.

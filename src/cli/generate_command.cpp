@@ -25,11 +25,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-int fail(const Status& s) {
-  std::fprintf(stderr, "error: %s\n", s.message().c_str());
-  return 1;
-}
-
 // With speculative decoding: one request through the serving engine (whose
 // scheduler drafts and verifies), streamed as its events arrive.
 int generate_with_engine(const GenerateOptions& opt, const ModelWeights& weights,

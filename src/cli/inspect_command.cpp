@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "gguf/gguf.h"
+#include "util/status.h"
 
 namespace strata::cli {
 
@@ -13,6 +14,11 @@ std::string default_model_path() {
       std::filesystem::path(STRATA_SOURCE_DIR) / "models" / "default.gguf";
   if (std::filesystem::exists(committed)) return committed.string();
   return (std::filesystem::path(STRATA_BINARY_DIR) / "models" / "default.gguf").string();
+}
+
+int fail(const Status& s) {
+  std::fprintf(stderr, "error: %s\n", s.message().c_str());
+  return 1;
 }
 
 namespace {

@@ -27,11 +27,6 @@ void on_router_signal(int sig) {
   [[maybe_unused]] ssize_t n = write(g_router_signal_pipe[1], &b, 1);
 }
 
-int fail(const Status& s) {
-  std::fprintf(stderr, "error: %s\n", s.message().c_str());
-  return 1;
-}
-
 }  // namespace
 
 CLI::App* add_router_command(CLI::App* app, RouterCommandOptions* opt) {

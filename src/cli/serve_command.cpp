@@ -38,11 +38,6 @@ void on_signal(int sig) {
   [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &b, 1);
 }
 
-int fail(const Status& s) {
-  std::fprintf(stderr, "error: %s\n", s.message().c_str());
-  return 1;
-}
-
 }  // namespace
 
 int run_serve(const ServeOptions& opt) {

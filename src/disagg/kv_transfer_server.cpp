@@ -32,6 +32,9 @@ int64_t env_int(const char* name, int64_t fallback) {
   return end != nullptr && *end == '\0' ? n : fallback;
 }
 
+}  // namespace
+
+// (Outside the anonymous namespace: Impl, which has external linkage, holds one.)
 // Posts to the I/O thread from other threads (the engine's: chunk sinks and
 // stream listeners) for as long as the server lives. A request stream's
 // listener cannot be removed and may fire after the server is gone (the
@@ -54,8 +57,6 @@ class PostGate {
   std::mutex mu_;
   asio::io_context* io_;
 };
-
-}  // namespace
 
 class KvTransferServer::Impl {
  public:

@@ -20,12 +20,12 @@ namespace strata::disagg {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
+double seconds_since(SteadyClock::time_point t) {
+  return std::chrono::duration<double>(SteadyClock::now() - t).count();
 }
 
 // Exponentially weighted: recent transfers count most, one outlier little.
@@ -44,7 +44,7 @@ struct PeerState {
   double rtt_s = 0.0;
   int32_t num_in_flight = 0;
   int32_t num_failures = 0;  // consecutive
-  Clock::time_point backoff_until{};
+  SteadyClock::time_point backoff_until{};
   // Not a prefill peer: a migrated request's sender, asked only for the KV
   // of the requests it handed over.
   bool is_sender_only = false;
@@ -113,7 +113,7 @@ class RemotePrefillConnector::Impl::Transfer : public std::enable_shared_from_th
         timer_(impl.io) {}
 
   void start() {
-    start_ = Clock::now();
+    start_ = SteadyClock::now();
     if (impl_.metrics) impl_.metrics->add_active(1);
     auto self = shared_from_this();
     arm_deadline(spec_.deadline_s);
@@ -181,7 +181,7 @@ class RemotePrefillConnector::Impl::Transfer : public std::enable_shared_from_th
   // (Re)arms the deadline at `seconds` after the start.
   void arm_deadline(double seconds) {
     deadline_s_ = seconds;
-    timer_.expires_at(start_ + std::chrono::duration_cast<Clock::duration>(
+    timer_.expires_at(start_ + std::chrono::duration_cast<SteadyClock::duration>(
                                    std::chrono::duration<double>(seconds)));
     auto self = shared_from_this();
     timer_.async_wait([self](boost::system::error_code ec) {
@@ -237,7 +237,7 @@ class RemotePrefillConnector::Impl::Transfer : public std::enable_shared_from_th
       reject();
       return end(TransferFault::kCorrupt);
     }
-    frame_start_ = Clock::now();
+    frame_start_ = SteadyClock::now();
     auto self = shared_from_this();
     asio::async_read(socket_, asio::buffer(chunk_header_),
                      [self](boost::system::error_code e, size_t) { self->on_chunk_header(e); });
@@ -296,8 +296,8 @@ class RemotePrefillConnector::Impl::Transfer : public std::enable_shared_from_th
   tcp::socket socket_;
   tcp::resolver resolver_;
   asio::steady_timer timer_;
-  Clock::time_point start_{};
-  Clock::time_point frame_start_{};
+  SteadyClock::time_point start_{};
+  SteadyClock::time_point frame_start_{};
   std::array<uint8_t, kReplyHeaderBytes> reply_bytes_{};
   std::array<uint8_t, kFrameIndexBytes> frame_bytes_{};
   std::array<uint8_t, kChunkHeaderBytes> chunk_header_{};
@@ -337,8 +337,8 @@ void RemotePrefillConnector::Impl::finish(Transfer& t, std::optional<TransferFau
     if (is_peer_fault) {
       ++p.num_failures;
       const double backoff = std::min(5.0, 0.25 * std::pow(2.0, p.num_failures - 1));
-      p.backoff_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(backoff));
+      p.backoff_until = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                                 std::chrono::duration<double>(backoff));
     } else if (!fault) {
       p.num_failures = 0;
     }
@@ -455,7 +455,7 @@ int64_t RemotePrefillConnector::start_load(const KvLoadQuery& q) {
   }
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    const Clock::time_point now = Clock::now();
+    const SteadyClock::time_point now = SteadyClock::now();
     for (size_t i = 0; i < impl_->peers.size(); ++i) {
       const PeerState& p = impl_->peers[i];
       if (is_forced) {

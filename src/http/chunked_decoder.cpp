@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "http/http_chars.h"
+
 namespace strata::http {
 namespace {
 
@@ -13,10 +15,6 @@ int hex_digit(unsigned char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-bool is_control(unsigned char c) {
-  return (c < 0x20 && c != '\t') || c == 0x7f;
 }
 
 }  // namespace

@@ -2,15 +2,13 @@
 
 #include <cassert>
 
+#include "http/http_chars.h"
+
 namespace strata::http {
 namespace {
 
 constexpr size_t kMaxMethodBytes = 32;
 constexpr size_t kMaxContentLengthDigits = 19;  // < 2^63
-
-bool is_control(unsigned char c) {
-  return (c < 0x20 && c != '\t') || c == 0x7f;
-}
 
 std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);

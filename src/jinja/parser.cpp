@@ -17,12 +17,6 @@ bool is_name(const Token& t, std::string_view name) {
   return t.type == TokenType::kName && t.text == name;
 }
 
-std::string quoted(const std::string& s) {
-  std::string out;
-  py::append_repr(s, &out);
-  return out;
-}
-
 class Parser {
  public:
   Parser(std::vector<Token> tokens, int max_nesting, TemplateProgram* program)
@@ -52,8 +46,8 @@ class Parser {
   [[noreturn]] void fail(const std::string& message) const { fail(message, current()); }
 
   [[noreturn]] void fail_expected(const std::string& what) const {
-    if (at_eof()) fail("unexpected end of template, expected " + quoted(what) + ".");
-    fail("expected token " + quoted(what) + ", got " + quoted(describe_token(current())));
+    if (at_eof()) fail("unexpected end of template, expected " + py::repr(what) + ".");
+    fail("expected token " + py::repr(what) + ", got " + py::repr(describe_token(current())));
   }
 
   const Token& expect_op(std::string_view op) {
@@ -162,7 +156,7 @@ class Parser {
         parse_statement(&body);
         expect_type(TokenType::kBlockEnd, "end of statement block");
       } else {
-        fail("unexpected " + quoted(describe_token(t)));
+        fail("unexpected " + py::repr(describe_token(t)));
       }
     }
     flush();
@@ -178,18 +172,18 @@ class Parser {
       msg += " Jinja was looking for the following tags: ";
       for (size_t i = 0; i < looking->size(); ++i) {
         if (i > 0) msg += " or ";
-        msg += quoted((*looking)[i]);
+        msg += py::repr((*looking)[i]);
       }
       msg += ".";
     }
     if (!tag_stack_.empty()) {
-      msg += " The innermost block that needs to be closed is " + quoted(tag_stack_.back()) + ".";
+      msg += " The innermost block that needs to be closed is " + py::repr(tag_stack_.back()) + ".";
     }
     fail(msg);
   }
 
   [[noreturn]] void fail_unknown_tag(const Token& tag) {
-    std::string msg = "Encountered unknown tag " + quoted(tag.text) + ".";
+    std::string msg = "Encountered unknown tag " + py::repr(tag.text) + ".";
     if (!end_stack_.empty()) {
       const EndNames& looking = *end_stack_.back();
       bool expected = false;
@@ -199,7 +193,7 @@ class Parser {
       std::string list;
       for (size_t i = 0; i < looking.size(); ++i) {
         if (i > 0) list += " or ";
-        list += quoted(looking[i]);
+        list += py::repr(looking[i]);
       }
       if (expected) {
         msg +=
@@ -211,7 +205,7 @@ class Parser {
       }
     }
     if (!tag_stack_.empty()) {
-      msg += " The innermost block that needs to be closed is " + quoted(tag_stack_.back()) + ".";
+      msg += " The innermost block that needs to be closed is " + py::repr(tag_stack_.back()) + ".";
     }
     fail(msg, tag);
   }
@@ -493,7 +487,7 @@ class Parser {
     }
     if (is_op(t, "[")) fail("can't assign to 'list'", t);
     if (is_op(t, "{")) fail("can't assign to 'dict'", t);
-    fail("unexpected " + quoted(describe_token(t)), t);
+    fail("unexpected " + py::repr(describe_token(t)), t);
   }
 
   bool is_tuple_end(const char* extra_end_name) const {
@@ -521,7 +515,7 @@ class Parser {
     if (!is_tuple) {
       if (!items.empty()) return std::move(items[0]);
       if (!explicit_parentheses) {
-        fail("Expected an expression, got " + quoted(describe_token(current())));
+        fail("Expected an expression, got " + py::repr(describe_token(current())));
       }
     }
     Target t;
@@ -772,7 +766,7 @@ class Parser {
       return d;
     }
     if (at_eof()) fail("unexpected end of template");
-    fail("unexpected " + quoted(describe_token(t)));
+    fail("unexpected " + py::repr(describe_token(t)));
   }
 
   // parse_tuple: a comma list becomes a tuple; `simplified` is not needed
@@ -796,7 +790,7 @@ class Parser {
     if (!is_tuple) {
       if (!items.empty()) return std::move(items[0]);
       if (!explicit_parentheses) {
-        fail("Expected an expression, got " + quoted(describe_token(current())));
+        fail("Expected an expression, got " + py::repr(describe_token(current())));
       }
     }
     auto t = std::make_unique<SequenceExpr>(ExprKind::kTuple, start.line, start.column);

@@ -791,6 +791,12 @@ std::string slice(std::string_view s, bool has_start, int64_t start, bool has_st
   return out;
 }
 
+std::string repr(std::string_view s) {
+  std::string out;
+  append_repr(s, &out);
+  return out;
+}
+
 void append_repr(std::string_view s, std::string* out) {
   const bool has_single = s.find('\'') != std::string_view::npos;
   const bool has_double = s.find('"') != std::string_view::npos;

@@ -99,6 +99,7 @@ std::string slice(std::string_view s, bool has_start, int64_t start, bool has_st
 // repr(s): quotes chosen as Python does, escapes for \\, the quote, \t \n \r
 // and non-printable code points (\xHH, \uHHHH, \UHHHHHHHH).
 void append_repr(std::string_view s, std::string* out);
+std::string repr(std::string_view s);
 
 // markupsafe.escape: & < > " ' as &amp; &lt; &gt; &#34; &#39;.
 std::string escape_html(std::string_view s);

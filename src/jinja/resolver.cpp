@@ -7,12 +7,6 @@
 namespace strata::jinja {
 namespace {
 
-std::string quoted(const std::string& s) {
-  std::string out;
-  py::append_repr(s, &out);
-  return out;
-}
-
 void scan_stmt(const Stmt& s, MacroNameUse* scan);
 void scan_args(const CallArgsExpr& a, MacroNameUse* scan);
 
@@ -230,8 +224,9 @@ class Resolver {
         auto* f = static_cast<FilterExpr*>(e);
         f->fn = find_filter(f->name);
         if (!f->fn && !soft) {
-          throw TemplateException(TemplateError(
-              ErrorKind::kSyntax, "No filter named " + quoted(f->name) + ".", f->line, f->column));
+          throw TemplateException(TemplateError(ErrorKind::kSyntax,
+                                                "No filter named " + py::repr(f->name) + ".",
+                                                f->line, f->column));
         }
         expr(f->input.get(), soft);
         args(f->args, soft);
@@ -242,7 +237,7 @@ class Resolver {
         t->fn = find_test(t->name);
         if (!t->fn && !soft) {
           throw TemplateException(TemplateError(
-              ErrorKind::kSyntax, "No test named " + quoted(t->name) + ".", t->line, t->column));
+              ErrorKind::kSyntax, "No test named " + py::repr(t->name) + ".", t->line, t->column));
         }
         expr(t->input.get(), soft);
         args(t->args, soft);

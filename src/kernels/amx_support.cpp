@@ -34,7 +34,7 @@ bool request_tile_permission() {
 }
 #endif
 
-AmxSupport detect() {
+AmxSupport detect_amx_support() {
   AmxSupport s;
   s.has_vnni = detect_cpu_features().can_run_avx512_vnni_kernels();
 #if defined(__x86_64__)
@@ -66,7 +66,7 @@ const char* AmxSupport::reason() const {
 }
 
 const AmxSupport& amx_support() {
-  static const AmxSupport s = detect();
+  static const AmxSupport s = detect_amx_support();
   return s;
 }
 

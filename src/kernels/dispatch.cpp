@@ -9,7 +9,7 @@
 namespace strata {
 namespace {
 
-KernelIsa detect() {
+KernelIsa detect_isa() {
   const CpuFeatures f = detect_cpu_features();
   if (f.can_run_avx512_vnni_kernels()) return KernelIsa::kAvx512Vnni;
   return f.can_run_avx2_kernels() ? KernelIsa::kAvx2 : KernelIsa::kScalar;
@@ -18,7 +18,7 @@ KernelIsa detect() {
 // STRATA_KERNEL_ISA=scalar|avx2|avx512vnni caps the detected ISA (for
 // comparing kernels and reproducing results of smaller CPUs).
 KernelIsa initial() {
-  const KernelIsa best = detect();
+  const KernelIsa best = detect_isa();
   const char* env = std::getenv("STRATA_KERNEL_ISA");
   if (env == nullptr) return best;
   const std::string_view want(env);
@@ -36,7 +36,7 @@ std::atomic<KernelIsa>& current_isa() {
 }  // namespace
 
 KernelIsa detected_kernel_isa() {
-  static const KernelIsa isa = detect();
+  static const KernelIsa isa = detect_isa();
   return isa;
 }
 

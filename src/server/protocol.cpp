@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "jinja/chat_template_renderer.h"
+#include "server/json_field.h"
 #include "server/structured_output.h"
 
 namespace strata::server {
@@ -16,17 +17,11 @@ namespace {
 
 using nlohmann::json;
 
-const json* find(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 // Integer field in [lo, hi]. Floats (even integral ones), booleans and
 // strings are type errors.
 std::optional<ApiError> get_int(const json& obj, const char* key, int64_t lo, int64_t hi,
                                 std::optional<int64_t>* out) {
-  const json* v = find(obj, key);
+  const json* v = find_field(obj, key);
   if (v == nullptr) return std::nullopt;
   if (!v->is_number_integer()) return invalid_param(key, "Expected an integer.");
   int64_t x = 0;
@@ -56,7 +51,7 @@ std::optional<ApiError> get_int_into(const json& obj, const char* key, int64_t l
 // Finite number in [lo, hi].
 std::optional<ApiError> get_float(const json& obj, const char* key, double lo, double hi,
                                   float* out) {
-  const json* v = find(obj, key);
+  const json* v = find_field(obj, key);
   if (v == nullptr) return std::nullopt;
   if (!v->is_number()) return invalid_param(key, "Expected a number.");
   const double x = v->get<double>();
@@ -67,7 +62,7 @@ std::optional<ApiError> get_float(const json& obj, const char* key, double lo, d
 }
 
 std::optional<ApiError> get_bool(const json& obj, const char* key, bool* out) {
-  const json* v = find(obj, key);
+  const json* v = find_field(obj, key);
   if (v == nullptr) return std::nullopt;
   if (!v->is_boolean()) return invalid_param(key, "Expected a boolean.");
   *out = v->get<bool>();
@@ -76,7 +71,7 @@ std::optional<ApiError> get_bool(const json& obj, const char* key, bool* out) {
 
 std::optional<ApiError> get_string(const json& obj, const char* key, size_t max_bytes,
                                    std::string* out) {
-  const json* v = find(obj, key);
+  const json* v = find_field(obj, key);
   if (v == nullptr) return std::nullopt;
   if (!v->is_string()) return invalid_param(key, "Expected a string.");
   const std::string& s = v->get_ref<const std::string&>();
@@ -112,7 +107,7 @@ std::optional<ApiError> refuse_unimplemented(const json& b) {
       {"prompt_logprobs", "prompt_logprobs is not supported."},
   };
   for (const auto& [key, message] : kRefused) {
-    if (find(b, key) != nullptr) return invalid_param(key, message);
+    if (find_field(b, key) != nullptr) return invalid_param(key, message);
   }
   // tools, tool_choice, parallel_tool_calls, response_format, structured_outputs
   // and guided_*: server/output_constraint.h.
@@ -198,7 +193,7 @@ std::optional<ApiError> parse_params(const json& b, const ProtocolLimits& limits
 
   if (auto e = get_float(b, "temperature", 0.0, 2.0, &p->temperature)) return e;
   if (auto e = get_float(b, "top_p", 0.0, 1.0, &p->top_p)) return e;
-  if (find(b, "top_p") != nullptr && p->top_p <= 0.0f) {
+  if (find_field(b, "top_p") != nullptr && p->top_p <= 0.0f) {
     return invalid_param("top_p", "Number out of range.");
   }
   if (auto e = get_int_into(b, "top_k", -1, limits.vocab_size, &p->top_k)) return e;
@@ -212,7 +207,7 @@ std::optional<ApiError> parse_params(const json& b, const ProtocolLimits& limits
   if (auto e = get_float(b, "frequency_penalty", -2.0, 2.0, &p->frequency_penalty)) return e;
   if (auto e = get_int_into(b, "n", 1, limits.max_n, &p->n)) return e;
 
-  if (const json* stop = find(b, "stop")) {
+  if (const json* stop = find_field(b, "stop")) {
     if (stop->is_string()) {
       p->stop = {stop->get<std::string>()};
     } else if (stop->is_array()) {
@@ -231,13 +226,13 @@ std::optional<ApiError> parse_params(const json& b, const ProtocolLimits& limits
     }
   }
 
-  if (const json* seed = find(b, "seed")) {
+  if (const json* seed = find_field(b, "seed")) {
     if (!seed->is_number_integer()) return invalid_param("seed", "Expected an integer.");
     p->seed = seed->is_number_unsigned() ? seed->get<uint64_t>()
                                          : static_cast<uint64_t>(seed->get<int64_t>());
   }
 
-  if (const json* bias = find(b, "logit_bias")) {
+  if (const json* bias = find_field(b, "logit_bias")) {
     if (!bias->is_object()) return invalid_param("logit_bias", "Expected an object.");
     if (bias->size() > static_cast<size_t>(limits.max_logit_bias)) {
       return invalid_param("logit_bias", "Too many entries.");
@@ -279,7 +274,7 @@ std::optional<ApiError> parse_params(const json& b, const ProtocolLimits& limits
     return invalid_param("min_tokens", "min_tokens must not exceed max_tokens.");
   }
   if (auto e = get_bool(b, "ignore_eos", &p->ignore_eos)) return e;
-  if (const json* ids = find(b, "stop_token_ids")) {
+  if (const json* ids = find_field(b, "stop_token_ids")) {
     if (!ids->is_array()) return invalid_param("stop_token_ids", "Expected an array of token ids.");
     if (ids->size() > static_cast<size_t>(limits.max_stop_token_ids)) {
       return invalid_param("stop_token_ids", "Too many stop token ids.");
@@ -292,12 +287,12 @@ std::optional<ApiError> parse_params(const json& b, const ProtocolLimits& limits
   if (auto e = get_bool(b, "skip_special_tokens", &p->skip_special_tokens)) return e;
   if (auto e = get_int_into(b, "priority", -1000000, 1000000, &p->priority)) return e;
   if (auto e = get_string(b, "cache_salt", 1024, &p->cache_salt)) return e;
-  if (find(b, "cache_salt") != nullptr && p->cache_salt.empty()) {
+  if (find_field(b, "cache_salt") != nullptr && p->cache_salt.empty()) {
     return invalid_param("cache_salt", "cache_salt must not be empty.");
   }
   if (auto e = get_string(b, "user", 1024, &p->user)) return e;
   if (auto e = get_bool(b, "stream", &p->stream)) return e;
-  if (const json* so = find(b, "stream_options")) {
+  if (const json* so = find_field(b, "stream_options")) {
     if (!so->is_object()) return invalid_param("stream_options", "Expected an object.");
     if (!p->stream) return invalid_param("stream_options", "stream_options requires stream.");
     for (auto it = so->begin(); it != so->end(); ++it) {
@@ -315,7 +310,7 @@ std::optional<ApiError> parse_params(const json& b, const ProtocolLimits& limits
 
 // Message content: a string or an array of {"type":"text","text":...} parts.
 std::optional<ApiError> parse_messages(const json& b, std::vector<ChatMessage>* out) {
-  const json* msgs = find(b, "messages");
+  const json* msgs = find_field(b, "messages");
   if (msgs == nullptr) return invalid_param("messages", "messages is required.");
   if (!msgs->is_array() || msgs->empty()) {
     return invalid_param("messages", "Expected a non-empty array of messages.");
@@ -323,7 +318,7 @@ std::optional<ApiError> parse_messages(const json& b, std::vector<ChatMessage>* 
   for (const json& m : *msgs) {
     if (!m.is_object()) return invalid_param("messages", "Each message must be an object.");
     ChatMessage msg;
-    const json* role = find(m, "role");
+    const json* role = find_field(m, "role");
     if (role == nullptr || !role->is_string()) {
       return invalid_param("messages", "Each message needs a string role.");
     }
@@ -332,7 +327,7 @@ std::optional<ApiError> parse_messages(const json& b, std::vector<ChatMessage>* 
         msg.role != "assistant" && msg.role != "tool") {
       return invalid_param("messages", "Unknown message role.");
     }
-    const json* content = find(m, "content");
+    const json* content = find_field(m, "content");
     if (content == nullptr) {
       if (msg.role != "assistant") return invalid_param("messages", "Message content is required.");
     } else if (content->is_string()) {
@@ -340,8 +335,8 @@ std::optional<ApiError> parse_messages(const json& b, std::vector<ChatMessage>* 
     } else if (content->is_array()) {
       for (const json& part : *content) {
         if (!part.is_object()) return invalid_param("messages", "Invalid content part.");
-        const json* type = find(part, "type");
-        const json* text = find(part, "text");
+        const json* type = find_field(part, "type");
+        const json* text = find_field(part, "text");
         if (type == nullptr || !type->is_string() || type->get<std::string>() != "text" ||
             text == nullptr || !text->is_string()) {
           return invalid_param("messages", "Only text content parts are supported.");
@@ -502,7 +497,7 @@ std::optional<ApiError> parse_completion_request(const json& b, const ProtocolLi
   if (auto e = refuse_unimplemented(b)) return e;
   if (auto e = refuse_unknown(b, {"prompt", "echo", "logprobs", "add_special_tokens"})) return e;
   if (auto e = parse_params(b, limits, &out->params)) return e;
-  const json* prompt = find(b, "prompt");
+  const json* prompt = find_field(b, "prompt");
   if (prompt == nullptr) return invalid_param("prompt", "prompt is required.");
   const auto add_prompt = [&](const json& v) -> std::optional<ApiError> {
     CompletionRequest::Prompt p;
@@ -543,7 +538,7 @@ std::optional<ApiError> parse_completion_request(const json& b, const ProtocolLi
   if (auto e = get_bool(b, "add_special_tokens", &out->add_special_tokens)) return e;
   if (auto e = get_bool(b, "echo", &out->echo)) return e;
   std::optional<int64_t> logprobs;
-  if (const json* lp = find(b, "logprobs"); lp != nullptr && lp->is_boolean()) {
+  if (const json* lp = find_field(b, "logprobs"); lp != nullptr && lp->is_boolean()) {
     return invalid_param("logprobs", "Expected an integer.");
   }
   if (auto e = get_int(b, "logprobs", 0, limits.max_top_logprobs, &logprobs)) return e;
@@ -558,7 +553,7 @@ std::optional<ApiError> parse_chat_request(const ordered_json& ob, const Protoco
                                            ChatRequest* out) {
   const json b(ob);
   if (auto e = refuse_unimplemented(b)) return e;
-  if (find(b, "chat_template") != nullptr) {
+  if (find_field(b, "chat_template") != nullptr) {
     return invalid_param("chat_template", "Templates from clients are not accepted.");
   }
   if (auto e = refuse_unknown(
@@ -573,7 +568,7 @@ std::optional<ApiError> parse_chat_request(const ordered_json& ob, const Protoco
   if (auto e = get_int_into(b, "top_logprobs", 0, limits.max_top_logprobs, &out->top_logprobs)) {
     return e;
   }
-  if (find(b, "top_logprobs") != nullptr && !out->logprobs) {
+  if (find_field(b, "top_logprobs") != nullptr && !out->logprobs) {
     return invalid_param("top_logprobs", "top_logprobs requires logprobs to be true.");
   }
   if (auto e = get_bool(b, "add_special_tokens", &out->add_special_tokens)) return e;
@@ -590,11 +585,11 @@ std::optional<ApiError> parse_chat_request(const json& b, const ProtocolLimits& 
 std::optional<ApiError> parse_tokenize_request(const ordered_json& ob, const ProtocolLimits& limits,
                                                TokenizeRequest* out) {
   const json b(ob);
-  if (find(b, "chat_template") != nullptr) {
+  if (find_field(b, "chat_template") != nullptr) {
     return invalid_param("chat_template", "Templates from clients are not accepted.");
   }
-  if (find(b, "messages") != nullptr) {
-    if (find(b, "prompt") != nullptr) {
+  if (find_field(b, "messages") != nullptr) {
+    if (find_field(b, "prompt") != nullptr) {
       return invalid_param("prompt", "Send either prompt or messages, not both.");
     }
     if (auto e = refuse_unknown_fields(
@@ -608,7 +603,7 @@ std::optional<ApiError> parse_tokenize_request(const ordered_json& ob, const Pro
   } else {
     if (auto e = refuse_unknown_fields(b, {"model", "prompt", "add_special_tokens"})) return e;
     std::string prompt;
-    if (find(b, "prompt") == nullptr) return invalid_param("prompt", "prompt is required.");
+    if (find_field(b, "prompt") == nullptr) return invalid_param("prompt", "prompt is required.");
     if (auto e = get_string(b, "prompt", std::numeric_limits<size_t>::max(), &prompt)) return e;
     out->prompt = std::move(prompt);
   }
@@ -625,7 +620,7 @@ std::optional<ApiError> parse_tokenize_request(const json& b, const ProtocolLimi
 
 std::optional<ApiError> parse_detokenize_request(const json& b, const ProtocolLimits& limits,
                                                  DetokenizeRequest* out) {
-  const json* tokens = find(b, "tokens");
+  const json* tokens = find_field(b, "tokens");
   if (tokens == nullptr || !tokens->is_array()) {
     return invalid_param("tokens", "Expected an array of token ids.");
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "grammar/grammar_matcher.h"
+#include "server/json_field.h"
 
 namespace strata::server {
 namespace {
@@ -23,12 +24,6 @@ constexpr std::array<std::string_view, 8> kFields = {
     "guided_decoding_backend",
     "guided_whitespace_pattern",
 };
-
-const json* find(const json& obj, std::string_view key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
 
 // The schema at `path` (object keys from the body's root) in document order,
 // serialized. The body was already parsed once, so this parse succeeds; the
@@ -85,7 +80,7 @@ std::optional<ApiError> choice_spec(const json& v, const std::string& param, Gra
 std::optional<ApiError> parse_response_format(const json& rf, std::string_view raw_body,
                                               std::optional<StructuredOutput>* out) {
   if (!rf.is_object()) return invalid_param("response_format", "Expected an object.");
-  const json* type = find(rf, "type");
+  const json* type = find_field(rf, "type");
   if (type == nullptr || !type->is_string()) {
     return invalid_param("response_format.type", "Expected one of text, json_object, json_schema.");
   }
@@ -108,7 +103,7 @@ std::optional<ApiError> parse_response_format(const json& rf, std::string_view r
   if (t != "json_schema") {
     return invalid_param("response_format.type", "Expected one of text, json_object, json_schema.");
   }
-  const json* js = find(rf, "json_schema");
+  const json* js = find_field(rf, "json_schema");
   if (js == nullptr || !js->is_object()) {
     return invalid_param("response_format.json_schema", "json_schema (an object) is required.");
   }
@@ -118,15 +113,15 @@ std::optional<ApiError> parse_response_format(const json& rf, std::string_view r
       return invalid_param("response_format.json_schema." + k, "Unsupported field.");
     }
   }
-  if (const json* name = find(*js, "name"); name != nullptr && !name->is_string()) {
+  if (const json* name = find_field(*js, "name"); name != nullptr && !name->is_string()) {
     return invalid_param("response_format.json_schema.name", "Expected a string.");
   }
   // strict true and false are both served fully constrained: a strict
   // grammar's outputs are a subset of what non-strict allows.
-  if (const json* strict = find(*js, "strict"); strict != nullptr && !strict->is_boolean()) {
+  if (const json* strict = find_field(*js, "strict"); strict != nullptr && !strict->is_boolean()) {
     return invalid_param("response_format.json_schema.strict", "Expected a boolean.");
   }
-  const json* schema = find(*js, "schema");
+  const json* schema = find_field(*js, "schema");
   if (schema == nullptr) {
     // OpenAI makes the schema optional; without one any JSON object is valid.
     so.spec.kind = GrammarKind::kJsonObject;
@@ -191,11 +186,11 @@ std::optional<ApiError> parse_structured_output(const json& body, std::string_vi
   std::vector<StructuredOutput> found;
   std::optional<StructuredOutput> one;
 
-  if (const json* rf = find(body, "response_format")) {
+  if (const json* rf = find_field(body, "response_format")) {
     if (auto e = parse_response_format(*rf, raw_body, &one)) return e;
     if (one) found.push_back(std::move(*one));
   }
-  if (const json* so = find(body, "structured_outputs")) {
+  if (const json* so = find_field(body, "structured_outputs")) {
     one.reset();
     if (auto e = parse_vllm_object(*so, raw_body, &one)) return e;
     if (one) found.push_back(std::move(*one));
@@ -208,7 +203,7 @@ std::optional<ApiError> parse_structured_output(const json& body, std::string_vi
        {Guided{"guided_json", GrammarKind::kJsonSchema},
         Guided{"guided_regex", GrammarKind::kRegex}, Guided{"guided_choice", GrammarKind::kChoice},
         Guided{"guided_grammar", GrammarKind::kGbnf}}) {
-    const json* v = find(body, g.key);
+    const json* v = find_field(body, g.key);
     if (v == nullptr) continue;
     StructuredOutput so;
     so.param = g.key;
@@ -223,10 +218,11 @@ std::optional<ApiError> parse_structured_output(const json& body, std::string_vi
     if (e) return e;
     found.push_back(std::move(so));
   }
-  if (const json* b = find(body, "guided_decoding_backend"); b != nullptr && !b->is_string()) {
+  if (const json* b = find_field(body, "guided_decoding_backend");
+      b != nullptr && !b->is_string()) {
     return invalid_param("guided_decoding_backend", "Expected a string.");
   }
-  if (find(body, "guided_whitespace_pattern") != nullptr) {
+  if (find_field(body, "guided_whitespace_pattern") != nullptr) {
     // Whitespace is fixed and bounded by the grammar engine.
     return invalid_param("guided_whitespace_pattern",
                          "guided_whitespace_pattern is not supported.");

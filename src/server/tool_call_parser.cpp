@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "grammar/json_schema_converter.h"
+#include "server/json_field.h"
 
 namespace strata::server {
 namespace {
@@ -18,12 +19,6 @@ constexpr std::string_view kHermesClose = "</tool_call>";
 constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 constexpr size_t kMaxTools = 128;
-
-const json* find(const json& obj, std::string_view key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
 
 bool is_space(char c) {
   return c == ' ' || c == '\n' || c == '\t' || c == '\r';
@@ -148,7 +143,7 @@ std::optional<ApiError> parse_tools(const json& body, std::string_view raw_body,
   out->reset();
   ToolSpec spec;
   if (auto e = [&]() -> std::optional<ApiError> {
-        const json* p = find(body, "parallel_tool_calls");
+        const json* p = find_field(body, "parallel_tool_calls");
         if (p == nullptr) return std::nullopt;
         if (!p->is_boolean()) return invalid_param("parallel_tool_calls", "Expected a boolean.");
         spec.parallel = p->get<bool>();
@@ -156,7 +151,7 @@ std::optional<ApiError> parse_tools(const json& body, std::string_view raw_body,
       }()) {
     return e;
   }
-  const json* tools = find(body, "tools");
+  const json* tools = find_field(body, "tools");
   if (tools != nullptr) {
     if (!tools->is_array()) return invalid_param("tools", "Expected an array of tools.");
     if (tools->size() > kMaxTools) return invalid_param("tools", "Too many tools (at most 128).");
@@ -177,11 +172,11 @@ std::optional<ApiError> parse_tools(const json& body, std::string_view raw_body,
           return invalid_param(at + "." + it.key(), "Unsupported tool field.");
         }
       }
-      const json* type = find(t, "type");
+      const json* type = find_field(t, "type");
       if (type == nullptr || *type != "function") {
         return invalid_param(at + ".type", "Only tools of type function are supported.");
       }
-      const json* fn = find(t, "function");
+      const json* fn = find_field(t, "function");
       if (fn == nullptr || !fn->is_object()) {
         return invalid_param(at + ".function", "Expected an object.");
       }
@@ -192,7 +187,7 @@ std::optional<ApiError> parse_tools(const json& body, std::string_view raw_body,
         }
       }
       ToolFunction f;
-      const json* name = find(*fn, "name");
+      const json* name = find_field(*fn, "name");
       if (name == nullptr || !name->is_string() ||
           !valid_function_name(name->get_ref<const std::string&>())) {
         return invalid_param(at + ".function.name",
@@ -202,15 +197,15 @@ std::optional<ApiError> parse_tools(const json& body, std::string_view raw_body,
       if (!names.insert(f.name).second) {
         return invalid_param(at + ".function.name", "Duplicate function name.");
       }
-      if (const json* d = find(*fn, "description")) {
+      if (const json* d = find_field(*fn, "description")) {
         if (!d->is_string())
           return invalid_param(at + ".function.description", "Expected a string.");
         f.description = d->get<std::string>();
       }
-      if (const json* s = find(*fn, "strict"); s != nullptr && !s->is_boolean()) {
+      if (const json* s = find_field(*fn, "strict"); s != nullptr && !s->is_boolean()) {
         return invalid_param(at + ".function.strict", "Expected a boolean.");
       }
-      if (const json* params = find(*fn, "parameters")) {
+      if (const json* params = find_field(*fn, "parameters")) {
         if (!params->is_object()) {
           return invalid_param(at + ".function.parameters", "Expected a JSON Schema object.");
         }
@@ -226,7 +221,7 @@ std::optional<ApiError> parse_tools(const json& body, std::string_view raw_body,
     }
   }
 
-  const json* choice = find(body, "tool_choice");
+  const json* choice = find_field(body, "tool_choice");
   spec.choice = spec.functions.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
   if (choice != nullptr) {
     if (choice->is_string()) {
@@ -241,9 +236,9 @@ std::optional<ApiError> parse_tools(const json& body, std::string_view raw_body,
         return invalid_param("tool_choice", "Expected none, auto, required or a named function.");
       }
     } else if (choice->is_object()) {
-      const json* type = find(*choice, "type");
-      const json* fn = find(*choice, "function");
-      const json* name = fn != nullptr && fn->is_object() ? find(*fn, "name") : nullptr;
+      const json* type = find_field(*choice, "type");
+      const json* fn = find_field(*choice, "function");
+      const json* name = fn != nullptr && fn->is_object() ? find_field(*fn, "name") : nullptr;
       if (type == nullptr || *type != "function" || name == nullptr || !name->is_string()) {
         return invalid_param("tool_choice",
                              "Expected {\"type\": \"function\", \"function\": {\"name\": ...}}.");

@@ -8,8 +8,6 @@
 namespace strata {
 namespace {
 
-constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581 "▁"
-
 void replace_all(std::string* s, std::string_view from, std::string_view to) {
   std::string out;
   out.reserve(s->size() + s->size() / 2);

@@ -54,6 +54,9 @@ enum class TokenizerKind {
   kSentencePieceBpe,  // GGUF "llama"
 };
 
+// SentencePiece's word-boundary mark, U+2581 "▁", that stands for a space.
+inline constexpr std::string_view kSpmSpace = "\xE2\x96\x81";
+
 // The byte a SentencePiece byte token "<0xNN>" stands for, or -1.
 int parse_byte_token(std::string_view text);
 

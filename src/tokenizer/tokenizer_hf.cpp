@@ -14,7 +14,6 @@ namespace strata {
 namespace {
 
 using json = nlohmann::json;
-constexpr std::string_view kSpmSpace = "\xE2\x96\x81";
 
 Status unsupported(const std::string& what) {
   return unimplemented("tokenizer.json: unsupported " + what);

@@ -25,35 +25,15 @@
 namespace strata {
 namespace {
 
+using testing::q8_0_dot_fma_order;
 using testing::random_floats;
+using testing::ScopedAmxMode;
 using testing::ScopedIsa;
 
 #define SKIP_WITHOUT_AMX()                                                             \
   do {                                                                                 \
     if (!amx_support().usable()) GTEST_SKIP() << "no AMX: " << amx_support().reason(); \
   } while (0)
-
-// Forces the AMX mode for one test.
-class ScopedAmxMode {
- public:
-  explicit ScopedAmxMode(AmxMode mode) : previous_(amx_mode()) { set_amx_mode(mode); }
-  ~ScopedAmxMode() { set_amx_mode(previous_); }
-
- private:
-  AmxMode previous_;
-};
-
-// The Q8_0 rounding order in scalar code: exact block dots, then
-// acc = fma(isum, d_w * d_x, acc) in block order.
-float q8_0_dot_fma_order(const BlockQ8_0* w, const BlockQ8_0* x, int64_t nb) {
-  float acc = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    int32_t isum = 0;
-    for (int j = 0; j < kQK8_0; ++j) isum += w[b].qs[j] * x[b].qs[j];
-    acc = std::fma(static_cast<float>(isum), fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d), acc);
-  }
-  return acc;
-}
 
 TEST(MatmulAmx, SupportIsReportedConsistently) {
   const AmxSupport& s = amx_support();
@@ -83,7 +63,7 @@ struct TestWeight {
   std::unique_ptr<PackedWeight> packed;
 };
 
-TestWeight make_weight(DType type, int64_t rows, int64_t cols, uint32_t seed) {
+TestWeight make_packed_weight(DType type, int64_t rows, int64_t cols, uint32_t seed) {
   TestWeight tw;
   const auto src = random_floats(rows * cols, seed, 0.1f);
   tw.gguf = quantize_rows(type, src.data(), rows, cols);
@@ -112,7 +92,8 @@ TEST(MatmulAmx, BitIdenticalToVnniAndScalarOrderOnOddShapes) {
       ThreadPool pool(threads);
       for (int64_t cols : {32, 3 * 32, 2048}) {
         for (int64_t rows : {1, 15, 16, 17, 45}) {
-          TestWeight tw = make_weight(type, rows, cols, static_cast<uint32_t>(rows * 5 + cols));
+          TestWeight tw =
+              make_packed_weight(type, rows, cols, static_cast<uint32_t>(rows * 5 + cols));
           ASSERT_NE(tw.packed, nullptr);
           const WeightView& w = tw.packed->view();
           ASSERT_TRUE(amx::matmul_supports(w));
@@ -169,7 +150,7 @@ TEST(MatmulAmx, TokenOutputsDoNotDependOnTheUnitItsBatchPicked) {
   const int64_t rows = 53, cols = 9 * 32, n = 70;
   ThreadPool pool(2);
   for (DType type : {DType::kQ8_0, DType::kQ4_0}) {
-    TestWeight tw = make_weight(type, rows, cols, 91);
+    TestWeight tw = make_packed_weight(type, rows, cols, 91);
     const WeightView& w = tw.packed->view();
     const auto x = random_floats(n * cols, 92);
     std::vector<float> batch(n * rows);
@@ -190,8 +171,8 @@ TEST(MatmulAmx, CalibrationRecordsAChoicePerShapeAndCount) {
   ScopedIsa isa(KernelIsa::kAvx512Vnni);
   ScopedAmxMode measured(AmxMode::kMeasured);
   clear_matmul_unit_choices();
-  TestWeight tw = make_weight(DType::kQ8_0, 64, 256, 5);
-  TestWeight dup = make_weight(DType::kQ8_0, 64, 256, 6);  // same shape: timed once
+  TestWeight tw = make_packed_weight(DType::kQ8_0, 64, 256, 5);
+  TestWeight dup = make_packed_weight(DType::kQ8_0, 64, 256, 6);  // same shape: timed once
   const auto timings = calibrate_matmul_units({tw.packed->view(), dup.packed->view()}, {1, 8, 32});
   ASSERT_EQ(timings.size(), 3u);
   for (const UnitTiming& t : timings) {
@@ -224,7 +205,7 @@ TEST(MatmulAmx, RooflineReportsTheTileUnitPeakOnlyWithAmx) {
 
 TEST(MatmulAmx, OffModeAndGgufWeightsUseVnni) {
   ScopedAmxMode off(AmxMode::kOff);
-  TestWeight tw = make_weight(DType::kQ8_0, 16, 64, 3);
+  TestWeight tw = make_packed_weight(DType::kQ8_0, 16, 64, 3);
   EXPECT_EQ(matmul_unit_for(tw.gguf_view, 512), MatmulUnit::kVnni);
   if (tw.packed) {
     EXPECT_EQ(matmul_unit_for(tw.packed->view(), 512), MatmulUnit::kVnni);

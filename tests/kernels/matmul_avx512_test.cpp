@@ -22,12 +22,10 @@
 namespace strata {
 namespace {
 
+using testing::has_vnni;
+using testing::q8_0_dot_fma_order;
 using testing::random_floats;
 using testing::ScopedIsa;
-
-bool has_vnni() {
-  return detected_kernel_isa() == KernelIsa::kAvx512Vnni;
-}
 
 TEST(MatmulAvx512, Q4_0IsBitIdenticalToReferenceOnTails) {
   for (KernelIsa isa : testing::isas_to_test()) {
@@ -63,18 +61,6 @@ TEST(MatmulAvx512, Q4_0IsBitIdenticalToReferenceOnTails) {
       }
     }
   }
-}
-
-// The Q8_0 rounding order, in scalar code: per block an exact integer dot,
-// then acc = fma(isum, d_w * d_x, acc) in block order.
-float q8_0_dot_fma_order(const BlockQ8_0* w, const BlockQ8_0* x, int64_t nb) {
-  float acc = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    int32_t isum = 0;
-    for (int j = 0; j < kQK8_0; ++j) isum += w[b].qs[j] * x[b].qs[j];
-    acc = std::fma(static_cast<float>(isum), fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d), acc);
-  }
-  return acc;
 }
 
 TEST(MatmulAvx512, Q8_0IsBitIdenticalToItsScalarOrderOnTails) {

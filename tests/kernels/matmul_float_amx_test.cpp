@@ -20,7 +20,10 @@
 namespace strata {
 namespace {
 
+using testing::DequantWeight;
+using testing::make_dequant_weight;
 using testing::random_floats;
+using testing::ScopedAmxMode;
 using testing::ScopedIsa;
 
 #define SKIP_WITHOUT_AMX_BF16()                                                        \
@@ -28,33 +31,6 @@ using testing::ScopedIsa;
     if (!amx_support().usable()) GTEST_SKIP() << "no AMX: " << amx_support().reason(); \
     if (!amx_support().cpu_has_amx_bf16) GTEST_SKIP() << "no AMX-BF16";                \
   } while (0)
-
-class ScopedAmxMode {
- public:
-  explicit ScopedAmxMode(AmxMode mode) : previous_(amx_mode()) { set_amx_mode(mode); }
-  ~ScopedAmxMode() { set_amx_mode(previous_); }
-
- private:
-  AmxMode previous_;
-};
-
-struct Weight {
-  std::vector<uint8_t> bytes;
-  std::vector<float> dequant;  // [rows][cols]
-  WeightView view;
-};
-
-Weight make_weight(DType t, int64_t rows, int64_t cols, uint32_t seed) {
-  Weight w;
-  const auto src = random_floats(rows * cols, seed, 0.1f);
-  w.bytes = quantize_rows(t, src.data(), rows, cols);
-  w.view = {t, rows, cols, w.bytes.data(), dtype_row_bytes(t, cols)};
-  w.dequant.resize(rows * cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    dequantize_row(t, w.bytes.data() + r * w.view.row_bytes, w.dequant.data() + r * cols, cols);
-  }
-  return w;
-}
 
 TEST(MatmulFloatAmx, WithinFp32RoundingOfTheReferenceOnOddShapes) {
   SKIP_WITHOUT_AMX_BF16();
@@ -65,7 +41,8 @@ TEST(MatmulFloatAmx, WithinFp32RoundingOfTheReferenceOnOddShapes) {
       ThreadPool pool(threads);
       for (int64_t cols : {32, 96, 2048}) {
         for (int64_t rows : {1, 15, 17, 45}) {
-          const Weight w = make_weight(type, rows, cols, static_cast<uint32_t>(rows * 3 + cols));
+          const DequantWeight w =
+              make_dequant_weight(type, rows, cols, static_cast<uint32_t>(rows * 3 + cols));
           ASSERT_TRUE(amx::float_matmul_supports(w.view));
           for (int64_t n : {1, 5, 16, 17, 33}) {
             ASSERT_EQ(matmul_unit_for(w.view, n), MatmulUnit::kAmx);
@@ -101,7 +78,7 @@ TEST(MatmulFloatAmx, TokenOutputsDoNotDependOnTheBatch) {
   const int64_t rows = 37, cols = 160, n = 37;
   ThreadPool pool(2);
   for (DType type : {DType::kF16, DType::kBF16}) {
-    const Weight w = make_weight(type, rows, cols, 5);
+    const DequantWeight w = make_dequant_weight(type, rows, cols, 5);
     ASSERT_EQ(matmul_unit_for(w.view, 1), MatmulUnit::kAmx);
     const auto x = random_floats(n * cols, 6);
     std::vector<float> batch(n * rows);
@@ -122,7 +99,7 @@ TEST(MatmulFloatAmx, TokenOutputsDoNotDependOnTheBatch) {
 TEST(MatmulFloatAmx, TheUnitIsTheSameForEveryNAndOnlyForced) {
   SKIP_WITHOUT_AMX_BF16();
   ScopedIsa isa(KernelIsa::kAvx512Vnni);
-  const Weight w = make_weight(DType::kF16, 64, 256, 7);
+  const DequantWeight w = make_dequant_weight(DType::kF16, 64, 256, 7);
   {
     ScopedAmxMode measured(AmxMode::kMeasured);
     clear_matmul_unit_choices();
@@ -137,7 +114,8 @@ TEST(MatmulFloatAmx, TheUnitIsTheSameForEveryNAndOnlyForced) {
       EXPECT_EQ(matmul_unit_for(w.view, n), MatmulUnit::kAmx) << n;
     }
   }
-  const Weight odd = make_weight(DType::kF16, 16, 48, 8);  // cols not a multiple of 32
+  const DequantWeight odd =
+      make_dequant_weight(DType::kF16, 16, 48, 8);  // cols not a multiple of 32
   ScopedAmxMode forced(AmxMode::kForced);
   EXPECT_EQ(matmul_unit_for(odd.view, 64), MatmulUnit::kVnni);
 }

@@ -22,7 +22,11 @@
 namespace strata {
 namespace {
 
+using testing::KQuantWeight;
+using testing::make_kquant_weight;
+using testing::make_kquant_x;
 using testing::random_floats;
+using testing::ScopedAmxMode;
 using testing::ScopedIsa;
 
 #define SKIP_WITHOUT_AMX()                                                             \
@@ -30,75 +34,22 @@ using testing::ScopedIsa;
     if (!amx_support().usable()) GTEST_SKIP() << "no AMX: " << amx_support().reason(); \
   } while (0)
 
-class ScopedAmxMode {
- public:
-  explicit ScopedAmxMode(AmxMode mode) : previous_(amx_mode()) { set_amx_mode(mode); }
-  ~ScopedAmxMode() { set_amx_mode(previous_); }
-
- private:
-  AmxMode previous_;
-};
-
-struct Weight {
-  std::vector<uint8_t> bytes;
-  WeightView view;
-};
-
-// Random weights plus extreme blocks: Q4_K row 0 block 0 with every nibble
-// 15 and every scale and min 63, the last row's block 0 with nibbles 0;
-// Q6_K row 0 block 0 with quants 63 (q - 32 = 31) and scales -128, the last
-// row's block 0 with quants 0 (-32) and scales 127 (p = -4064 and 4096, the
-// ends of the split weight's range).
-Weight make_weight(DType t, int64_t rows, int64_t cols, uint32_t seed) {
-  Weight w;
-  const auto src = random_floats(rows * cols, seed, 0.1f);
-  w.bytes = quantize_rows(t, src.data(), rows, cols);
-  const size_t row_bytes = dtype_row_bytes(t, cols);
-  uint8_t* first = w.bytes.data();
-  uint8_t* last = w.bytes.data() + (rows - 1) * row_bytes;
-  if (t == DType::kQ4_K) {
-    auto* b0 = reinterpret_cast<BlockQ4_K*>(first);
-    std::memset(b0->qs, 0xFF, sizeof(b0->qs));
-    std::memset(b0->scales, 0xFF, sizeof(b0->scales));
-    if (rows > 1) std::memset(reinterpret_cast<BlockQ4_K*>(last)->qs, 0x00, 128);
-  } else {
-    auto* b0 = reinterpret_cast<BlockQ6_K*>(first);
-    std::memset(b0->ql, 0xFF, sizeof(b0->ql));
-    std::memset(b0->qh, 0xFF, sizeof(b0->qh));
-    std::memset(b0->scales, 0x80, sizeof(b0->scales));
-    if (rows > 1) {
-      auto* bl = reinterpret_cast<BlockQ6_K*>(last);
-      std::memset(bl->ql, 0x00, sizeof(bl->ql));
-      std::memset(bl->qh, 0x00, sizeof(bl->qh));
-      std::memset(bl->scales, 0x7F, sizeof(bl->scales));
-    }
-  }
-  w.view = {t, rows, cols, w.bytes.data(), row_bytes};
-  return w;
-}
-
-std::vector<float> make_x(int64_t n, int64_t cols, uint32_t seed) {
-  auto x = random_floats(n * cols, seed);
-  x[0] = 5.0f;          // a block whose absmax quantizes to +127 ...
-  x[cols + 1] = -5.0f;  // ... and one to -128
-  return x;
-}
-
-const DType kTypes[] = {DType::kQ4_K, DType::kQ6_K};
+const DType kKQuantTypes[] = {DType::kQ4_K, DType::kQ6_K};
 
 TEST(MatmulKQuantAmx, BitIdenticalToVnniAndReferenceOnOddShapes) {
   SKIP_WITHOUT_AMX();
   ScopedIsa isa(KernelIsa::kAvx512Vnni);
-  for (DType type : kTypes) {
+  for (DType type : kKQuantTypes) {
     for (int threads : {1, 2}) {
       ThreadPool pool(threads);
       for (int64_t cols : {256, 3 * 256, 2048}) {
         for (int64_t rows : {1, 15, 17, 45}) {
-          const Weight w = make_weight(type, rows, cols, static_cast<uint32_t>(rows * 7 + cols));
+          const KQuantWeight w =
+              make_kquant_weight(type, rows, cols, static_cast<uint32_t>(rows * 7 + cols));
           ASSERT_TRUE(amx::kquant_matmul_supports(w.view));
           for (int64_t n : {16, 17, 33, 48, 69}) {
             if (cols == 2048 && n != 69) continue;  // the long rows once, at the odd count
-            const auto x = make_x(n, cols, static_cast<uint32_t>(n * 11 + cols));
+            const auto x = make_kquant_x(n, cols, static_cast<uint32_t>(n * 11 + cols));
             std::vector<float> vnni(n * rows, NAN), amx(n * rows, NAN), ref(n * rows);
             {
               ScopedAmxMode off(AmxMode::kOff);
@@ -135,9 +86,9 @@ TEST(MatmulKQuantAmx, TokenOutputsDoNotDependOnTheUnitItsBatchPicked) {
   ScopedAmxMode measured(AmxMode::kMeasured);
   const int64_t rows = 37, cols = 5 * 256, n = 50;
   ThreadPool pool(2);
-  for (DType type : kTypes) {
-    const Weight w = make_weight(type, rows, cols, 17);
-    const auto x = make_x(n, cols, 18);
+  for (DType type : kKQuantTypes) {
+    const KQuantWeight w = make_kquant_weight(type, rows, cols, 17);
+    const auto x = make_kquant_x(n, cols, 18);
     std::vector<float> batch(n * rows);
     ASSERT_EQ(matmul_unit_for(w.view, n), MatmulUnit::kAmx);  // default threshold
     matmul(w.view, x.data(), n, batch.data(), pool);
@@ -156,10 +107,10 @@ TEST(MatmulKQuantAmx, CalibrationMeasuresKQuantShapes) {
   ScopedIsa isa(KernelIsa::kAvx512Vnni);
   ScopedAmxMode measured(AmxMode::kMeasured);
   clear_matmul_unit_choices();
-  std::vector<Weight> weights;
+  std::vector<KQuantWeight> weights;
   std::vector<WeightView> views;
-  for (DType type : kTypes) {
-    weights.push_back(make_weight(type, 64, 512, 3));
+  for (DType type : kKQuantTypes) {
+    weights.push_back(make_kquant_weight(type, 64, 512, 3));
     views.push_back(weights.back().view);
   }
   const auto timings = calibrate_matmul_units(views, {1, 32});
@@ -183,7 +134,7 @@ TEST(MatmulKQuantAmx, CalibrationMeasuresKQuantShapes) {
 TEST(MatmulKQuantAmx, CappedIsaUsesNoAmx) {
   ScopedIsa isa(KernelIsa::kAvx2);
   ScopedAmxMode forced(AmxMode::kForced);
-  const Weight w = make_weight(DType::kQ4_K, 16, 256, 4);
+  const KQuantWeight w = make_kquant_weight(DType::kQ4_K, 16, 256, 4);
   EXPECT_EQ(matmul_unit_for(w.view, 512), MatmulUnit::kVnni);
 }
 

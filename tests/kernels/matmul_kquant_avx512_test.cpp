@@ -22,55 +22,11 @@ namespace strata {
 namespace {
 
 namespace kq = avx512_kquant;
+using testing::has_vnni;
+using testing::KQuantWeight;
+using testing::make_kquant_weight;
+using testing::make_kquant_x;
 using testing::random_floats;
-
-bool has_vnni() {
-  return detected_kernel_isa() == KernelIsa::kAvx512Vnni;
-}
-
-struct Weight {
-  std::vector<uint8_t> bytes;
-  WeightView view;
-};
-
-// Random weights, plus extreme blocks: Q4_K block 0 of row 0 with every
-// nibble 15 and every scale and min 63, block 0 of the last row with every
-// nibble 0; Q6_K block 0 of row 0 with every quant 63 (q - 32 = 31) and
-// scales -128, the last row's block 0 with every quant 0 (-32) and scales 127.
-Weight make_weight(DType t, int64_t rows, int64_t cols, uint32_t seed) {
-  Weight w;
-  const auto src = random_floats(rows * cols, seed, 0.1f);
-  w.bytes = quantize_rows(t, src.data(), rows, cols);
-  const size_t row_bytes = dtype_row_bytes(t, cols);
-  uint8_t* first = w.bytes.data();
-  uint8_t* last = w.bytes.data() + (rows - 1) * row_bytes;
-  if (t == DType::kQ4_K) {
-    auto* b0 = reinterpret_cast<BlockQ4_K*>(first);
-    std::memset(b0->qs, 0xFF, sizeof(b0->qs));
-    std::memset(b0->scales, 0xFF, sizeof(b0->scales));
-    if (rows > 1) std::memset(reinterpret_cast<BlockQ4_K*>(last)->qs, 0x00, 128);
-  } else {
-    auto* b0 = reinterpret_cast<BlockQ6_K*>(first);
-    std::memset(b0->ql, 0xFF, sizeof(b0->ql));
-    std::memset(b0->qh, 0xFF, sizeof(b0->qh));
-    std::memset(b0->scales, 0x80, sizeof(b0->scales));
-    if (rows > 1) {
-      auto* bl = reinterpret_cast<BlockQ6_K*>(last);
-      std::memset(bl->ql, 0x00, sizeof(bl->ql));
-      std::memset(bl->qh, 0x00, sizeof(bl->qh));
-      std::memset(bl->scales, 0x7F, sizeof(bl->scales));
-    }
-  }
-  w.view = {t, rows, cols, w.bytes.data(), row_bytes};
-  return w;
-}
-
-std::vector<float> make_x(int64_t n, int64_t cols, uint32_t seed) {
-  auto x = random_floats(n * cols, seed);
-  x[0] = 5.0f;                     // a block whose absmax quantizes to +127 ...
-  if (n > 1) x[cols + 1] = -5.0f;  // ... and one to -127
-  return x;
-}
 
 std::vector<uint8_t> encode(DType t, const std::vector<float>& x, int64_t n, int64_t cols) {
   const size_t row_bytes = kq::activation_row_bytes(t, cols);
@@ -137,9 +93,10 @@ TEST(MatmulKQuantAvx512, BitIdenticalToReferenceOnOddShapes) {
   for (DType t : {DType::kQ4_K, DType::kQ6_K}) {
     for (int64_t cols : {kQK_K, 5 * kQK_K, 2048}) {
       for (int64_t rows : {1, 15, 16, 17, 45}) {
-        const Weight w = make_weight(t, rows, cols, static_cast<uint32_t>(rows * 7 + cols));
+        const KQuantWeight w =
+            make_kquant_weight(t, rows, cols, static_cast<uint32_t>(rows * 7 + cols));
         for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33}) {
-          const auto x = make_x(n, cols, static_cast<uint32_t>(n * 13 + cols));
+          const auto x = make_kquant_x(n, cols, static_cast<uint32_t>(n * 13 + cols));
           const auto enc = encode(t, x, n, cols);
           const auto want = reference(w.view, enc.data(), n);
           const auto got = run(w.view, enc.data(), n, 1);
@@ -161,8 +118,8 @@ TEST(MatmulKQuantAvx512, BitIdenticalToReferenceAcrossChunks) {
   if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
   for (DType t : {DType::kQ4_K, DType::kQ6_K}) {
     const int64_t rows = 19, cols = 5632, n = 131;
-    const Weight w = make_weight(t, rows, cols, 77);
-    const auto x = make_x(n, cols, 78);
+    const KQuantWeight w = make_kquant_weight(t, rows, cols, 77);
+    const auto x = make_kquant_x(n, cols, 78);
     const auto enc = encode(t, x, n, cols);
     const auto want = reference(w.view, enc.data(), n);
     const auto got = run(w.view, enc.data(), n, 2);
@@ -177,8 +134,8 @@ TEST(MatmulKQuantAvx512, EveryOutputIsIndependentOfNAndTileAndSplit) {
   if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
   for (DType t : {DType::kQ4_K, DType::kQ6_K}) {
     const int64_t rows = 45, cols = 1024, n = 37;
-    const Weight w = make_weight(t, rows, cols, 5);
-    const auto x = make_x(n, cols, 6);
+    const KQuantWeight w = make_kquant_weight(t, rows, cols, 5);
+    const auto x = make_kquant_x(n, cols, 6);
     const auto enc = encode(t, x, n, cols);
     const size_t x_row_bytes = kq::activation_row_bytes(t, cols);
     const auto all = run(w.view, enc.data(), n, 1);

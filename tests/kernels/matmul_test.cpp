@@ -14,7 +14,9 @@
 namespace strata {
 namespace {
 
+using testing::DequantWeight;
 using testing::isas_to_test;
+using testing::make_dequant_weight;
 using testing::random_floats;
 using testing::ScopedIsa;
 
@@ -25,24 +27,6 @@ std::vector<int64_t> cols_for(DType t) {
   const int64_t b = dtype_traits(t).block_elems;
   if (b == 1) return {1, 7, 33, 256};
   return {b, 7 * b};
-}
-
-struct Weight {
-  std::vector<uint8_t> bytes;
-  std::vector<float> dequant;  // [rows][cols]
-  WeightView view;
-};
-
-Weight make_weight(DType t, int64_t rows, int64_t cols, uint32_t seed) {
-  Weight w;
-  const auto src = random_floats(rows * cols, seed, 0.1f);
-  w.bytes = quantize_rows(t, src.data(), rows, cols);
-  w.view = {t, rows, cols, w.bytes.data(), dtype_row_bytes(t, cols)};
-  w.dequant.resize(rows * cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    dequantize_row(t, w.bytes.data() + r * w.view.row_bytes, w.dequant.data() + r * cols, cols);
-  }
-  return w;
 }
 
 // Relative size of the activation encoding error per element, as a fraction
@@ -67,7 +51,7 @@ TEST(Matmul, ReferenceMatchesExactDotOfDequantizedWeights) {
   for (DType t : kTypes) {
     for (int64_t cols : cols_for(t)) {
       const int64_t rows = 3, n = 5;
-      Weight w = make_weight(t, rows, cols, 1);
+      DequantWeight w = make_dequant_weight(t, rows, cols, 1);
       const auto x = random_floats(n * cols, 2);
       std::vector<float> y(n * rows);
       matmul_reference(w.view, x.data(), n, y.data());
@@ -104,7 +88,8 @@ TEST(Matmul, EveryIsaMatchesReferenceOnOddShapes) {
       for (DType t : kTypes) {
         for (int64_t cols : cols_for(t)) {
           for (int64_t rows : {1, 3, 17}) {
-            Weight w = make_weight(t, rows, cols, static_cast<uint32_t>(rows * 31 + cols));
+            DequantWeight w =
+                make_dequant_weight(t, rows, cols, static_cast<uint32_t>(rows * 31 + cols));
             for (int64_t n : {1, 5, 33}) {
               const auto x = random_floats(n * cols, static_cast<uint32_t>(n + cols));
               std::vector<float> want(n * rows), got(n * rows, NAN);
@@ -132,7 +117,7 @@ TEST(Matmul, EveryIsaMatchesReferenceOnOddShapes) {
 TEST(Matmul, RepeatedCallsGiveIdenticalResults) {
   // The scratch buffer is reused: a smaller second call must not see stale data.
   ThreadPool pool(2);
-  Weight w = make_weight(DType::kQ8_0, 9, 64, 3);
+  DequantWeight w = make_dequant_weight(DType::kQ8_0, 9, 64, 3);
   const auto x = random_floats(4 * 64, 4);
   std::vector<float> a(4 * 9), b(9), c(4 * 9);
   matmul(w.view, x.data(), 4, a.data(), pool);

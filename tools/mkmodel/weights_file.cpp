@@ -43,15 +43,15 @@ Result<float> positive_float(const json& h, const char* key, const std::string& 
   return static_cast<float>(h[key].get<double>());
 }
 
-struct TypeChoice {
+struct WeightsTypeChoice {
   const char* name;
   DType dtype;
   uint32_t file_type;  // llama.cpp's llama_ftype
 };
-constexpr TypeChoice kTypes[] = {{"f32", DType::kF32, 0},
-                                 {"f16", DType::kF16, 1},
-                                 {"bf16", DType::kBF16, 32},
-                                 {"q8_0", DType::kQ8_0, 7}};
+constexpr WeightsTypeChoice kWeightsTypes[] = {{"f32", DType::kF32, 0},
+                                               {"f16", DType::kF16, 1},
+                                               {"bf16", DType::kBF16, 32},
+                                               {"q8_0", DType::kQ8_0, 7}};
 
 }  // namespace
 
@@ -148,8 +148,8 @@ Result<WeightsFile> read_weights_file(const std::string& path) {
 
 Status write_model_from_weights(const WeightsFile& w, const std::string& type,
                                 const std::string& tokenizer_json, const std::string& out_path) {
-  const TypeChoice* choice = nullptr;
-  for (const TypeChoice& t : kTypes) {
+  const WeightsTypeChoice* choice = nullptr;
+  for (const WeightsTypeChoice& t : kWeightsTypes) {
     if (type == t.name) choice = &t;
   }
   if (choice == nullptr) {
