@@ -47,7 +47,7 @@ for name in "${names[@]}"; do
 done
 
 CC=clang CXX=clang++ cmake -S "${root}" -B "${build}" -G Ninja \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_FUZZ=ON -DSTRATA_WERROR="${STRATA_WERROR:-OFF}" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD=ON -DSTRATA_FUZZ=ON -DSTRATA_WERROR="${STRATA_WERROR:-OFF}" \
   -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCH=OFF >/dev/null
 cmake --build "${build}" --target "${targets[@]}" -j2
 

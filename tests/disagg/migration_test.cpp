@@ -31,27 +31,27 @@ using testing::run_to_completion;
 using testing::small_options;
 using json = nlohmann::json;
 
-constexpr int32_t kChunk = 32;
+constexpr int32_t kMigrationChunk = 32;
 
-EngineOptions options() {
+EngineOptions migration_options() {
   EngineOptions o = small_options(256);
-  o.kv_tiers.chunk_tokens = kChunk;
+  o.kv_tiers.chunk_tokens = kMigrationChunk;
   o.num_threads = 1;
   return o;
 }
 
 ModelFingerprint fingerprint(const EngineOptions& o) {
   return compute_model_fingerprint(peaky_model().weights->file(), peaky_model().weights->config(),
-                                   o.block_size, kChunk);
+                                   o.block_size, kMigrationChunk);
 }
 
 std::unique_ptr<RemotePrefillConnector> migration_only_connector(DisaggMetrics* metrics) {
   RemotePrefillOptions ro;
-  ro.chunk_tokens = kChunk;
+  ro.chunk_tokens = kMigrationChunk;
   ro.allow_no_peers = true;
   ro.min_deadline_s = 10.0;
   Result<std::unique_ptr<RemotePrefillConnector>> c = RemotePrefillConnector::create(
-      *peaky_model().weights, options().block_size, ro, nullptr, metrics);
+      *peaky_model().weights, migration_options().block_size, ro, nullptr, metrics);
   EXPECT_TRUE(c.is_ok()) << c.status().message();
   return std::move(*c);
 }
@@ -65,11 +65,11 @@ struct SenderWorker {
   std::unique_ptr<KvTransferServer> server;
 
   SenderWorker() {
-    const EngineOptions o = options();
+    const EngineOptions o = migration_options();
     Result<std::unique_ptr<Engine>> e = Engine::create(
         *peaky_model().weights, *peaky_model().tokenizer, o,
         [&](Metrics&, const Clock&) -> Result<std::unique_ptr<KvConnector>> {
-          auto p = std::make_unique<KvPublisher>(fingerprint(o), o.block_size, kChunk);
+          auto p = std::make_unique<KvPublisher>(fingerprint(o), o.block_size, kMigrationChunk);
           publisher = p.get();
           return std::unique_ptr<KvConnector>(
               std::make_unique<DecodeConnector>(migration_only_connector(&metrics), std::move(p)));
@@ -87,8 +87,8 @@ struct SenderWorker {
 
 std::unique_ptr<EngineCore> receiver_core(DisaggMetrics* metrics) {
   Result<std::unique_ptr<EngineCore>> core =
-      EngineCore::create(*peaky_model().weights, *peaky_model().tokenizer, options(), nullptr,
-                         nullptr, migration_only_connector(metrics));
+      EngineCore::create(*peaky_model().weights, *peaky_model().tokenizer, migration_options(),
+                         nullptr, nullptr, migration_only_connector(metrics));
   EXPECT_TRUE(core.is_ok()) << core.status().message();
   return std::move(*core);
 }
@@ -108,7 +108,7 @@ GenerationRequest sampled_request(std::vector<int32_t> prompt, int32_t max_token
 }
 
 ChoiceOutput unmoved(const GenerationRequest& r) {
-  auto core = testing::make_core(options());
+  auto core = testing::make_core(migration_options());
   return run_to_completion(*core, {r})[0][0];
 }
 
@@ -255,7 +255,7 @@ TEST(Migration, EveryStepBoundaryAndSpeculativeReceiver) {
   const GenerationRequest r = sampled_request(random_prompt(12, 40), 12);
   const ChoiceOutput want = unmoved(r);
   for (size_t k = 0; k < 12; k += 3) {
-    auto a = testing::make_core(options());
+    auto a = testing::make_core(migration_options());
     Result<std::shared_ptr<RequestStream>> s = a->add_request(r);
     ASSERT_TRUE(s.is_ok());
     std::map<int32_t, ChoiceOutput> sent;
@@ -268,7 +268,7 @@ TEST(Migration, EveryStepBoundaryAndSpeculativeReceiver) {
     collect(**s, &sent);
     EXPECT_EQ(sent[0].finish_reason, FinishReason::kAbort);
     EXPECT_EQ(a->kv_cache().num_free_blocks(), a->kv_cache().num_blocks());
-    EngineOptions o = options();
+    EngineOptions o = migration_options();
     if (k % 2 == 1) {
       o.speculative.method = SpeculativeMethod::kNgram;
       o.speculative.num_speculative_tokens = 3;
@@ -302,7 +302,7 @@ TEST(Migration, HeldBackTextContinuesByteExactly) {
   const ChoiceOutput want = unmoved(r);
   ASSERT_EQ(want.text, plain.text);
   for (size_t k = 0; k < static_cast<size_t>(r.max_tokens); ++k) {
-    auto a = testing::make_core(options());
+    auto a = testing::make_core(migration_options());
     Result<std::shared_ptr<RequestStream>> s = a->add_request(r);
     ASSERT_TRUE(s.is_ok());
     std::map<int32_t, ChoiceOutput> sent;
@@ -312,7 +312,7 @@ TEST(Migration, HeldBackTextContinuesByteExactly) {
     }
     ASSERT_TRUE(a->migrate((*s)->id(), ""));
     collect(**s, &sent);
-    auto b = testing::make_core(options());
+    auto b = testing::make_core(migration_options());
     const ChoiceOutput rest = resume(*b, r, (*s)->resume_state());
     EXPECT_EQ(sent[0].text + rest.text, want.text) << "k=" << k;
   }
@@ -335,7 +335,7 @@ TEST(Migration, GrammarMatcherReplaysTheOutputs) {
   r.grammar = std::make_shared<const TokenMaskCache>(*compiled, trie);
   const ChoiceOutput want = unmoved(r);
   ASSERT_GT(want.tokens.size(), 6u);
-  auto a = testing::make_core(options());
+  auto a = testing::make_core(migration_options());
   Result<std::shared_ptr<RequestStream>> s = a->add_request(r);
   ASSERT_TRUE(s.is_ok());
   std::map<int32_t, ChoiceOutput> sent;
@@ -345,7 +345,7 @@ TEST(Migration, GrammarMatcherReplaysTheOutputs) {
   }
   ASSERT_TRUE(a->migrate((*s)->id(), ""));
   collect(**s, &sent);
-  auto b = testing::make_core(options());
+  auto b = testing::make_core(migration_options());
   const ChoiceOutput rest = resume(*b, r, (*s)->resume_state());
   std::vector<int32_t> all = sent[0].tokens;
   all.insert(all.end(), rest.tokens.begin(), rest.tokens.end());
@@ -362,7 +362,7 @@ TEST(Migration, GrammarMatcherReplaysTheOutputs) {
 
 TEST(Migration, RequestsThatCannotMoveRunOn) {
   STRATA_REQUIRE_MODEL();
-  auto a = testing::make_core(options());
+  auto a = testing::make_core(migration_options());
   GenerationRequest two = greedy_request(random_prompt(13, 20), 6);
   two.n = 2;
   Result<std::shared_ptr<RequestStream>> s = a->add_request(two);

@@ -30,11 +30,11 @@ namespace fs = std::filesystem;
 using testing::make_test_chunk;
 using testing::TempDir;
 
-constexpr size_t kMax = size_t{8} << 20;
+constexpr size_t kDiskMax = size_t{8} << 20;
 constexpr size_t kCapacity = size_t{64} << 20;
 
 std::unique_ptr<DiskTier> open_tier(const std::string& dir, size_t capacity = kCapacity) {
-  Result<std::unique_ptr<DiskTier>> t = DiskTier::open(dir, capacity, kMax);
+  Result<std::unique_ptr<DiskTier>> t = DiskTier::open(dir, capacity, kDiskMax);
   EXPECT_TRUE(t.is_ok()) << t.status().to_string();
   return t ? std::move(*t) : nullptr;
 }
@@ -151,7 +151,7 @@ TEST(DiskTierTest, InjectedShortWriteAndReadOnlyErrorsLeaveNothingBehind) {
 
 // The checks against a read-only cache directory; returns "" or what failed.
 std::string read_only_checks(const std::string& dir, const KvChunkHandle& stored) {
-  Result<std::unique_ptr<DiskTier>> tier = DiskTier::open(dir, kCapacity, kMax);
+  Result<std::unique_ptr<DiskTier>> tier = DiskTier::open(dir, kCapacity, kDiskMax);
   if (!tier) return "open: " + tier.status().to_string();  // reopening read-only works
   if (!(*tier)->contains(stored->key)) return "the stored chunk is not indexed";
   if (!(*tier)->get(stored->key).is_ok()) return "reads fail";
@@ -648,7 +648,7 @@ TEST(DiskTierTest, SigkillDuringWritesLeavesOnlyCompleteChunks) {
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    Result<std::unique_ptr<DiskTier>> tier = DiskTier::open(dir.path(), size_t{1} << 30, kMax);
+    Result<std::unique_ptr<DiskTier>> tier = DiskTier::open(dir.path(), size_t{1} << 30, kDiskMax);
     if (!tier) ::_exit(1);
     for (uint32_t i = 0;; ++i) {
       (void)(*tier)->put(chunk_i(i));

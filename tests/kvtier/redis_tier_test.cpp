@@ -16,7 +16,7 @@ namespace {
 using testing::make_test_chunk;
 using testing::RedisServer;
 
-constexpr size_t kMax = size_t{4} << 20;
+constexpr size_t kRedisMax = size_t{4} << 20;
 constexpr int32_t kTimeoutMs = 200;
 
 class RedisTierTest : public ::testing::Test {
@@ -27,7 +27,7 @@ class RedisTierTest : public ::testing::Test {
     }
   }
   static std::unique_ptr<RedisTier> connect(const std::string& url, const std::string& pw = {}) {
-    Result<std::unique_ptr<RedisTier>> t = RedisTier::connect(url, pw, kTimeoutMs, kMax);
+    Result<std::unique_ptr<RedisTier>> t = RedisTier::connect(url, pw, kTimeoutMs, kRedisMax);
     EXPECT_TRUE(t.is_ok()) << t.status().to_string();
     return t ? std::move(*t) : nullptr;
   }
@@ -42,7 +42,7 @@ struct RedisManager {
   explicit RedisManager(const std::string& url) {
     std::vector<std::unique_ptr<KvTier>> tiers;
     tiers.push_back(std::make_unique<RamTier>(size_t{1} << 20));
-    Result<std::unique_ptr<RedisTier>> t = RedisTier::connect(url, "", kTimeoutMs, kMax);
+    Result<std::unique_ptr<RedisTier>> t = RedisTier::connect(url, "", kTimeoutMs, kRedisMax);
     redis = t->get();
     tiers.push_back(std::move(*t));
     KvTierHealthOptions h;
@@ -55,7 +55,7 @@ struct RedisManager {
 TEST_F(RedisTierTest, MalformedUrlsAreRejected) {
   for (const char* url : {"http://h:1", "redis://", "redis://h:0", "redis://h:99999",
                           "redis://h:12x", "redis://u@h:1"}) {
-    EXPECT_FALSE(RedisTier::connect(url, "", kTimeoutMs, kMax).is_ok()) << url;
+    EXPECT_FALSE(RedisTier::connect(url, "", kTimeoutMs, kRedisMax).is_ok()) << url;
   }
   EXPECT_EQ(RedisTier::redis_key(make_test_chunk(1, 1)->key).rfind("strata:kv:v1:", 0), 0u);
 }
@@ -254,7 +254,7 @@ TEST_F(RedisTierTest, CreateFromOptionsWithPassword) {
   options.remote_url = server.url();
   options.remote_password = "pw";
   ASSERT_TRUE(options.validate(16).is_ok());
-  Result<std::unique_ptr<KvTierManager>> m = KvTierManager::create(options, kMax);
+  Result<std::unique_ptr<KvTierManager>> m = KvTierManager::create(options, kRedisMax);
   ASSERT_TRUE(m.is_ok()) << m.status().to_string();
   ASSERT_EQ((*m)->num_tiers(), 1u);
   EXPECT_EQ((*m)->tier_name(0), "redis");

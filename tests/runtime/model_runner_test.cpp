@@ -19,7 +19,7 @@
 namespace strata {
 namespace {
 
-constexpr int kBlockSize = 4;  // small, so short sequences span several blocks
+constexpr int kRunnerBlockSize = 4;  // small, so short sequences span several blocks
 
 struct Fixture {
   std::vector<uint8_t> bytes;
@@ -37,7 +37,7 @@ struct Fixture {
     Result<ModelWeights> w = ModelWeights::load(std::move(*file));
     EXPECT_TRUE(w.is_ok()) << w.status().message();
     weights = std::make_unique<ModelWeights>(std::move(*w));
-    Result<KvStorage> k = KvStorage::create(weights->config(), kBlockSize, 16);
+    Result<KvStorage> k = KvStorage::create(weights->config(), kRunnerBlockSize, 16);
     EXPECT_TRUE(k.is_ok()) << k.status().message();
     kv = std::make_unique<KvStorage>(std::move(*k));
     pool = std::make_unique<ThreadPool>(num_threads);
@@ -53,7 +53,7 @@ std::vector<float> run_alone(Fixture& f, const std::vector<int32_t>& table) {
   ForwardBatch b;
   b.block_tables = {table};
   for (size_t i = 0; i < kTokens.size(); ++i) {
-    b.add_token(kTokens[i], static_cast<int32_t>(i), 0, kBlockSize, true);
+    b.add_token(kTokens[i], static_cast<int32_t>(i), 0, kRunnerBlockSize, true);
   }
   std::vector<float> logits(kTokens.size() * f.vocab());
   const Status st = f.runner->forward(b, logits.data());
@@ -91,8 +91,8 @@ TEST(KvStorage, SizesFromBudgetAndBlocks) {
 TEST(ModelRunner, RejectsInvalidBatchesWithoutTouchingTheCache) {
   Fixture f("llama");
   const KvLayerView layer0 = f.kv->layer(0);
-  const size_t pool_elems =
-      static_cast<size_t>(layer0.num_blocks) * kBlockSize * layer0.n_kv_heads * layer0.head_dim;
+  const size_t pool_elems = static_cast<size_t>(layer0.num_blocks) * kRunnerBlockSize *
+                            layer0.n_kv_heads * layer0.head_dim;
   std::vector<float> logits(64 * f.vocab());
   auto expect_error = [&](const ForwardBatch& b, const std::string& fragment) {
     const std::vector<uint16_t> before(layer0.k, layer0.k + pool_elems);
@@ -104,8 +104,8 @@ TEST(ModelRunner, RejectsInvalidBatchesWithoutTouchingTheCache) {
   auto good = [] {
     ForwardBatch b;
     b.block_tables = {{3, 7}};
-    b.add_token(5, 0, 0, kBlockSize, false);
-    b.add_token(6, 1, 0, kBlockSize, true);
+    b.add_token(5, 0, 0, kRunnerBlockSize, false);
+    b.add_token(6, 1, 0, kRunnerBlockSize, true);
     return b;
   };
   expect_error(ForwardBatch(), "empty batch");
@@ -116,7 +116,7 @@ TEST(ModelRunner, RejectsInvalidBatchesWithoutTouchingTheCache) {
   b.positions[1] = 8;  // block 2 of a 2-block table
   expect_error(b, "position 8 is not covered by the block table of sequence 0");
   b = good();
-  b.slot_mapping[0] = 16 * kBlockSize;
+  b.slot_mapping[0] = 16 * kRunnerBlockSize;
   expect_error(b, "slot 64 out of range at batch row 0");
   b = good();
   b.block_tables[0][1] = 16;
@@ -132,7 +132,7 @@ TEST(ModelRunner, RejectsInvalidBatchesWithoutTouchingTheCache) {
   expect_error(b, "differ in size");
   b = ForwardBatch();
   b.block_tables = {{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}};
-  for (int i = 0; i < 33; ++i) b.add_token(1, i, 0, kBlockSize, false);
+  for (int i = 0; i < 33; ++i) b.add_token(1, i, 0, kRunnerBlockSize, false);
   expect_error(b, "batch of 33 tokens exceeds max_batch_tokens = 32");
 }
 
@@ -158,10 +158,10 @@ TEST(ModelRunner, LogitsDoNotDependOnBatchOrBlocks) {
       if (step < 2) {
         const size_t begin = step == 0 ? 0 : 5, end = step == 0 ? 5 : other.size();
         for (size_t p = begin; p < end; ++p) {
-          b.add_token(other[p], static_cast<int32_t>(p), 0, kBlockSize, false);
+          b.add_token(other[p], static_cast<int32_t>(p), 0, kRunnerBlockSize, false);
         }
       }
-      b.add_token(kTokens[step], static_cast<int32_t>(step), 1, kBlockSize, true);
+      b.add_token(kTokens[step], static_cast<int32_t>(step), 1, kRunnerBlockSize, true);
       std::vector<float> logits(f.vocab());
       const Status st = f.runner->forward(b, logits.data());
       ASSERT_TRUE(st.is_ok()) << st.message();
@@ -235,7 +235,7 @@ TEST(ModelRunner, ProfileCountsEachPhasesWorkAndItsRooflineBound) {
   // One more token of the same sequence: a decode step, memory bound.
   ForwardBatch b;
   b.block_tables = {{0, 1, 2}};
-  b.add_token(4, static_cast<int32_t>(kTokens.size()), 0, kBlockSize, true);
+  b.add_token(4, static_cast<int32_t>(kTokens.size()), 0, kRunnerBlockSize, true);
   std::vector<float> logits(f.vocab());
   ASSERT_TRUE(f.runner->forward(b, logits.data()).is_ok());
   const ForwardProfileTotals decode = f.runner->profile().take();

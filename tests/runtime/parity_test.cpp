@@ -32,7 +32,7 @@
 namespace strata {
 namespace {
 
-constexpr int kBlockSize = 16;
+constexpr int kParityBlockSize = 16;
 // Top-1 must agree wherever llama.cpp's top-2 probability margin exceeds
 // this, for every weight type.
 constexpr double kTop1Margin = 1e-3;
@@ -75,7 +75,7 @@ struct Harness {
     Result<ModelWeights> w = ModelWeights::open(path);
     if (!w.is_ok()) return w.status();
     weights = std::make_unique<ModelWeights>(std::move(*w));
-    Result<KvStorage> k = KvStorage::create(weights->config(), kBlockSize, kNumBlocks);
+    Result<KvStorage> k = KvStorage::create(weights->config(), kParityBlockSize, kNumBlocks);
     if (!k.is_ok()) return k.status();
     kv = std::make_unique<KvStorage>(std::move(*k));
     pool = std::make_unique<ThreadPool>(2);
@@ -221,7 +221,7 @@ TEST_F(Parity, PrefillMatchesLlamaCpp) {
     ForwardBatch b;
     b.block_tables = {{0, 1, 2}};
     for (int64_t i = 0; i < n; ++i)
-      b.add_token(tokens[i], static_cast<int32_t>(i), 0, kBlockSize, true);
+      b.add_token(tokens[i], static_cast<int32_t>(i), 0, kParityBlockSize, true);
     std::vector<float> logits(n * h.vocab);
     const Status st = h.runner->forward(b, logits.data());
     ASSERT_TRUE(st.is_ok()) << st.message();
@@ -242,7 +242,7 @@ TEST_F(Parity, DecodeMatchesLlamaCpp) {
     for (size_t i = 0; i < tokens.size(); ++i) {
       ForwardBatch b;
       b.block_tables = {{5, 3, 9}};
-      b.add_token(tokens[i], static_cast<int32_t>(i), 0, kBlockSize, true);
+      b.add_token(tokens[i], static_cast<int32_t>(i), 0, kParityBlockSize, true);
       const Status st = h.runner->forward(b, logits.data());
       ASSERT_TRUE(st.is_ok()) << st.message();
       c.add(logits.data(), &golden[i * h.vocab], h.vocab);
@@ -271,11 +271,11 @@ TEST_F(Parity, MixedPagedBatchMatchesLlamaCpp) {
       ForwardBatch b;
       b.block_tables = tables;
       std::vector<int32_t> owner;  // position of each logits row, or -1 - pos for seq 1
-      b.add_token(tokens[step], step, 1, kBlockSize, true);
+      b.add_token(tokens[step], step, 1, kParityBlockSize, true);
       owner.push_back(-1 - step);
       if (step < 3) {
         for (int32_t p = seq0_done; p < chunk_ends[step]; ++p) {
-          b.add_token(tokens[p], p, 0, kBlockSize, true);
+          b.add_token(tokens[p], p, 0, kParityBlockSize, true);
           owner.push_back(p);
         }
         seq0_done = chunk_ends[step];
@@ -305,7 +305,7 @@ TEST_F(Parity, GreedyContinuationsMatchLlamaCpp) {
     ForwardBatch b;
     b.block_tables = {{blocks[0], blocks[1], blocks[2]}};
     for (size_t i = 0; i < prompt.size(); ++i) {
-      b.add_token(prompt[i], static_cast<int32_t>(i), 0, kBlockSize, i + 1 == prompt.size());
+      b.add_token(prompt[i], static_cast<int32_t>(i), 0, kParityBlockSize, i + 1 == prompt.size());
     }
     std::vector<float> logits(h.vocab);
     std::vector<int32_t> got;
@@ -317,7 +317,7 @@ TEST_F(Parity, GreedyContinuationsMatchLlamaCpp) {
       got.push_back(next);
       b = ForwardBatch();
       b.block_tables = {{blocks[0], blocks[1], blocks[2]}};
-      b.add_token(next, pos++, 0, kBlockSize, true);
+      b.add_token(next, pos++, 0, kParityBlockSize, true);
     }
     // Identical up to the first step where llama.cpp itself was undecided
     // (top-2 margin below kTop1Margin); past a near-tie the two

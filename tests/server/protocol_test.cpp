@@ -18,7 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-ProtocolLimits limits() {
+ProtocolLimits protocol_limits() {
   ProtocolLimits l;
   l.vocab_size = 500;
   l.max_model_len = 100;
@@ -29,15 +29,15 @@ ProtocolLimits limits() {
 std::optional<ApiError> completion(const std::string& body, CompletionRequest* out = nullptr) {
   CompletionRequest tmp;
   json j;
-  if (auto e = parse_json_body(body, limits(), &j)) return e;
-  return parse_completion_request(j, limits(), out != nullptr ? out : &tmp);
+  if (auto e = parse_json_body(body, protocol_limits(), &j)) return e;
+  return parse_completion_request(j, protocol_limits(), out != nullptr ? out : &tmp);
 }
 
 std::optional<ApiError> chat(const std::string& body, ChatRequest* out = nullptr) {
   ChatRequest tmp;
   nlohmann::ordered_json j;
-  if (auto e = parse_json_body(body, limits(), &j)) return e;
-  return parse_chat_request(j, limits(), out != nullptr ? out : &tmp);
+  if (auto e = parse_json_body(body, protocol_limits(), &j)) return e;
+  return parse_chat_request(j, protocol_limits(), out != nullptr ? out : &tmp);
 }
 
 void expect_400(const std::optional<ApiError>& e, const std::string& param) {
@@ -251,36 +251,37 @@ TEST(ProtocolTest, ChatTemplateFields) {
       parse_tokenize_request(json::parse("{" + std::string(kMsg) +
                                          R"(,"tools":[{"type":"function","function":{"name":"f"}}],
       "add_generation_prompt":false,"chat_template_kwargs":{"k":1},"add_special_tokens":false})"),
-                             limits(), &t));
+                             protocol_limits(), &t));
   EXPECT_EQ(t.chat.tools.size(), 1u);
   EXPECT_FALSE(t.add_special_tokens);
   EXPECT_FALSE(t.chat.add_generation_prompt);
   TokenizeRequest u;
-  expect_400(
-      parse_tokenize_request(json::parse("{" + std::string(kMsg) + R"(,"tools":5})"), limits(), &u),
-      "tools");
-  expect_400(
-      parse_tokenize_request(json::parse("{" + std::string(kMsg) + R"(,"bogus":1})"), limits(), &u),
-      "bogus");
-  expect_400(parse_tokenize_request(json::parse(R"({"prompt":"x","tools":[]})"), limits(), &u),
+  expect_400(parse_tokenize_request(json::parse("{" + std::string(kMsg) + R"(,"tools":5})"),
+                                    protocol_limits(), &u),
              "tools");
+  expect_400(parse_tokenize_request(json::parse("{" + std::string(kMsg) + R"(,"bogus":1})"),
+                                    protocol_limits(), &u),
+             "bogus");
+  expect_400(
+      parse_tokenize_request(json::parse(R"({"prompt":"x","tools":[]})"), protocol_limits(), &u),
+      "tools");
 }
 
 TEST(ProtocolTest, ResolveMaxTokens) {
   GenerationParams p;
-  ASSERT_FALSE(resolve_max_tokens(90, 16, "prompt", limits(), &p));
+  ASSERT_FALSE(resolve_max_tokens(90, 16, "prompt", protocol_limits(), &p));
   EXPECT_EQ(p.max_tokens, 10);  // the default is clipped to the room left
   GenerationParams q;
-  ASSERT_FALSE(resolve_max_tokens(10, 0, "messages", limits(), &q));
+  ASSERT_FALSE(resolve_max_tokens(10, 0, "messages", protocol_limits(), &q));
   EXPECT_EQ(q.max_tokens, 90);
   GenerationParams r;
   r.max_tokens = 11;
-  auto e = resolve_max_tokens(90, 16, "prompt", limits(), &r);
+  auto e = resolve_max_tokens(90, 16, "prompt", protocol_limits(), &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, "context_length_exceeded");
   EXPECT_EQ(e->param, "max_tokens");
   GenerationParams s;
-  e = resolve_max_tokens(100, 16, "prompt", limits(), &s);
+  e = resolve_max_tokens(100, 16, "prompt", protocol_limits(), &s);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, "context_length_exceeded");
   EXPECT_EQ(e->param, "prompt");
@@ -289,14 +290,15 @@ TEST(ProtocolTest, ResolveMaxTokens) {
 TEST(ProtocolTest, TokenizeAndDetokenize) {
   json j = json::parse(R"({"prompt":"x","add_special_tokens":false})");
   TokenizeRequest t;
-  ASSERT_FALSE(parse_tokenize_request(j, limits(), &t));
+  ASSERT_FALSE(parse_tokenize_request(j, protocol_limits(), &t));
   EXPECT_EQ(t.prompt, "x");
   EXPECT_FALSE(t.add_special_tokens);
   DetokenizeRequest d;
-  ASSERT_FALSE(parse_detokenize_request(json::parse(R"({"tokens":[1,2]})"), limits(), &d));
+  ASSERT_FALSE(parse_detokenize_request(json::parse(R"({"tokens":[1,2]})"), protocol_limits(), &d));
   EXPECT_EQ(d.tokens.size(), 2u);
-  expect_400(parse_detokenize_request(json::parse(R"({"tokens":[600]})"), limits(), &d), "tokens");
-  expect_400(parse_detokenize_request(json::parse(R"({})"), limits(), &d), "tokens");
+  expect_400(parse_detokenize_request(json::parse(R"({"tokens":[600]})"), protocol_limits(), &d),
+             "tokens");
+  expect_400(parse_detokenize_request(json::parse(R"({})"), protocol_limits(), &d), "tokens");
 }
 
 // The seed corpus of fuzz/fuzz_protocol.cpp (fuzz/corpus/protocol/): each
