@@ -36,6 +36,7 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -56,6 +57,16 @@ constexpr int kGemvMaxTokens = 3;
 // How far ahead of the bytes in use streaming reads prefetch (row-wise
 // kernels, tile staging).
 constexpr size_t kPrefetchBytes = 4096;
+// kTiled16 Q4_K: how far ahead of the super-block in use the stream is
+// prefetched (measured best of 2304, 4096, 8192 and 16384 bytes on a Xeon,
+// 1.1B shapes, n = 1 and 8).
+constexpr size_t kTiledPrefetchBytes = 4096;
+// kTiled16 Q4_K: up to this many tokens each token tile of kFusedTokenTile
+// streams the row tile and unpacks it in registers (q4_k_tiled_tokens);
+// more share one unpacked copy per kSbBlock super-blocks (matmul_kind), as
+// fast from 24 tokens on.
+constexpr int64_t kTiledFusedMaxTokens = 16;
+constexpr int kFusedTokenTile = 8;
 constexpr int kSbBlock = 4;  // super-blocks packed at a time (~20 KiB)
 // Activation bytes per token chunk: the chunk's activations stay in L2 while
 // every row tile of the thread runs over them.
@@ -182,13 +193,9 @@ inline __m512i byte_of(__m512i v, int k) {
 // ---------------------------------------------------------------------------
 // Q4_K
 
-}  // namespace
-
-void pack_q4_k(const RowTile& rt, int64_t b, PackedQ4K* p) {
-  const size_t off = static_cast<size_t>(b) * sizeof(BlockQ4_K);
-  // Header: dword 0 = d | dmin << 16, dwords 1..3 = the 12 scale bytes.
-  __m512i h[4];
-  load_transpose16x4(rt, off, h);
+// The Q4_K header of 16 rows, h[0] lane j = row j's d | dmin << 16 and
+// h[1..3] its 12 scale bytes, into p's d, dmin, sc and mm.
+[[gnu::always_inline]] inline void q4_k_header(const __m512i h[4], PackedQ4K* p) {
   p->d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h[0]));
   p->dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h[0], 16)));
   // Byte k of sc_lo/mn_lo: sub-block k; of sc_hi/mn_hi: sub-block 4 + k
@@ -210,9 +217,41 @@ void pack_q4_k(const RowTile& rt, int64_t b, PackedQ4K* p) {
     p->mm[k] = _mm512_or_si512(m_lo, _mm512_slli_epi32(m_lo, 16));
     p->mm[4 + k] = _mm512_or_si512(m_hi, _mm512_slli_epi32(m_hi, 16));
   }
-  // Quants: qs dword 8c + l (chunk c = 64 elements) holds elements
-  // 64c + 4l.. in its low nibbles and 64c + 32 + 4l.. in its high nibbles.
+}
+
+// Quant dword D (0..31) of 16 rows (lane j = row j) into p's groups: qs
+// dword 8c + l (chunk c = 64 elements) holds elements 64c + 4l.. in its low
+// nibbles and 64c + 32 + 4l.. in its high nibbles.
+[[gnu::always_inline]] inline void q4_k_quant_dword(__m512i r, int dword, PackedQ4K* p) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const int c = dword / 8, l = dword % 8;
+  p->q[16 * c + l] = _mm512_and_si512(r, low4);
+  p->q[16 * c + 8 + l] = _mm512_and_si512(_mm512_srli_epi32(r, 4), low4);
+}
+
+// kTiled16 Q4_K: vectors per super-block of a tile (4 header + 32 quants).
+constexpr int kQ4KTiledVectors = 4 + 32;
+constexpr size_t kQ4KTiledBlockBytes = kQ4KTiledVectors * 64;
+static_assert(kQ4KTiledBlockBytes == kRowTile * sizeof(BlockQ4_K), "the GGUF bytes, transposed");
+
+// Super-block `src` of a kTiled16 tile into *p.
+inline void unpack_q4_k_tiled(const uint8_t* src, PackedQ4K* p) {
+  __m512i h[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) h[i] = _mm512_load_si512(src + 64 * i);
+  q4_k_header(h, p);
+#pragma GCC unroll 32
+  for (int d = 0; d < 32; ++d) q4_k_quant_dword(_mm512_load_si512(src + 64 * (4 + d)), d, p);
+}
+
+}  // namespace
+
+void pack_q4_k(const RowTile& rt, int64_t b, PackedQ4K* p) {
+  const size_t off = static_cast<size_t>(b) * sizeof(BlockQ4_K);
+  // Header: dword 0 = d | dmin << 16, dwords 1..3 = the 12 scale bytes.
+  __m512i h[4];
+  load_transpose16x4(rt, off, h);
+  q4_k_header(h, p);
 #pragma GCC unroll 2
   for (int half = 0; half < 2; ++half) {
     __m512i r[16];
@@ -222,11 +261,7 @@ void pack_q4_k(const RowTile& rt, int64_t b, PackedQ4K* p) {
     }
     transpose16x16(r);
 #pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) {
-      const int c = 2 * half + k / 8, l = k % 8;
-      p->q[16 * c + l] = _mm512_and_si512(r[k], low4);
-      p->q[16 * c + 8 + l] = _mm512_and_si512(_mm512_srli_epi32(r[k], 4), low4);
-    }
+    for (int k = 0; k < 16; ++k) q4_k_quant_dword(r[k], 16 * half + k, p);
   }
 }
 
@@ -242,25 +277,38 @@ template <int T>
   for (int t = 0; t < T; ++t) {
     scale[t] = _mm512_mul_ps(p.d, _mm512_set1_ps(reinterpret_cast<const BlockQ8_K*>(xb[t])->d));
   }
+  // Integer partial sums per sub-block: with few tokens, P chains each (the
+  // groups g with g % P == i), so the vpdpbusd latency is not the bound.
+  // Integer sums are exact, so their order does not change a bit.
+  constexpr int P = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
 #pragma GCC unroll 1
   for (int c = 0; c < 4; ++c) {
-    __m512i lo[T], hi[T];
+    __m512i lo[P][T], hi[P][T];
+#pragma GCC unroll 4
+    for (int i = 0; i < P; ++i)
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) lo[t] = hi[t] = zero;
+      for (int t = 0; t < T; ++t) lo[i][t] = hi[i][t] = zero;
 #pragma GCC unroll 8
     for (int g = 0; g < 8; ++g) {
       const int il = 16 * c + g, ih = 16 * c + 8 + g;
       const __m512i wl = p.q[il], wh = p.q[ih];
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        lo[t] = _mm512_dpbusd_epi32(lo[t], wl, bcast32(xb[t] + kXQs + 4 * il));
-        hi[t] = _mm512_dpbusd_epi32(hi[t], wh, bcast32(xb[t] + kXQs + 4 * ih));
+        lo[g % P][t] = _mm512_dpbusd_epi32(lo[g % P][t], wl, bcast32(xb[t] + kXQs + 4 * il));
+        hi[g % P][t] = _mm512_dpbusd_epi32(hi[g % P][t], wh, bcast32(xb[t] + kXQs + 4 * ih));
       }
     }
+#pragma GCC unroll 4
+    for (int i = 1; i < P; ++i)
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        lo[0][t] = _mm512_add_epi32(lo[0][t], lo[i][t]);
+        hi[0][t] = _mm512_add_epi32(hi[0][t], hi[i][t]);
+      }
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      const __m512i s = _mm512_add_epi32(_mm512_mullo_epi32(lo[t], p.sc[2 * c]),
-                                         _mm512_mullo_epi32(hi[t], p.sc[2 * c + 1]));
+      const __m512i s = _mm512_add_epi32(_mm512_mullo_epi32(lo[0][t], p.sc[2 * c]),
+                                         _mm512_mullo_epi32(hi[0][t], p.sc[2 * c + 1]));
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale[t], acc[t]);
     }
   }
@@ -281,6 +329,92 @@ template <int T>
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), scale, acc[t]);
     }
   }
+}
+
+// T tokens of one kTiled16 Q4_K row tile over all nb super-blocks, the
+// quants unpacked in registers as they stream in and used at once (no
+// scratch): the path for a few tokens (decode, batched decode, speculative
+// verification), where every super-block is used by these T tokens only.
+// The operations on each output are q4_k_sums' and q4_k_mins', in the same
+// order, so the bits are the scratch path's. x[t] is token t's first
+// activation block; out[16 t .. 16 t + 15] gets its 16 outputs.
+template <int T>
+void q4_k_tiled_tokens(const uint8_t* tile, int64_t nb, const uint8_t* data_end,
+                       const uint8_t* const* x, float* out) {
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 sum[T], min[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) sum[t] = min[t] = _mm512_setzero_ps();
+  constexpr int P = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
+  PackedQ4K hdr;  // header fields only (sc, mm, d, dmin)
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* src = tile + static_cast<size_t>(b) * kQ4KTiledBlockBytes;
+    // The stream kTiledPrefetchBytes ahead, one line per vector as it is
+    // used: a burst of 36 prefetches would wait on the line fill buffers.
+    const char* ahead = src + kTiledPrefetchBytes + kQ4KTiledBlockBytes <= data_end
+                            ? reinterpret_cast<const char*>(src + kTiledPrefetchBytes)
+                            : nullptr;
+    if (ahead != nullptr) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) _mm_prefetch(ahead + 64 * i, _MM_HINT_T0);
+    }
+    __m512i h[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) h[i] = _mm512_load_si512(src + 64 * i);
+    q4_k_header(h, &hdr);
+    const uint8_t* xb[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) xb[t] = x[t] + static_cast<size_t>(b) * sizeof(BlockQ8_K);
+#pragma GCC unroll 1
+    for (int c = 0; c < 4; ++c) {
+      __m512i lo[P][T], hi[P][T];
+#pragma GCC unroll 4
+      for (int i = 0; i < P; ++i)
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) lo[i][t] = hi[i][t] = zero;
+#pragma GCC unroll 8
+      for (int g = 0; g < 8; ++g) {
+        const int il = 16 * c + g, ih = 16 * c + 8 + g;
+        if (ahead != nullptr) _mm_prefetch(ahead + 64 * (4 + 8 * c + g), _MM_HINT_T0);
+        const __m512i r = _mm512_load_si512(src + 64 * (4 + 8 * c + g));
+        const __m512i wl = _mm512_and_si512(r, low4);
+        const __m512i wh = _mm512_and_si512(_mm512_srli_epi32(r, 4), low4);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          lo[g % P][t] = _mm512_dpbusd_epi32(lo[g % P][t], wl, bcast32(xb[t] + kXQs + 4 * il));
+          hi[g % P][t] = _mm512_dpbusd_epi32(hi[g % P][t], wh, bcast32(xb[t] + kXQs + 4 * ih));
+        }
+      }
+#pragma GCC unroll 4
+      for (int i = 1; i < P; ++i)
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          lo[0][t] = _mm512_add_epi32(lo[0][t], lo[i][t]);
+          hi[0][t] = _mm512_add_epi32(hi[0][t], hi[i][t]);
+        }
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m512 scale =
+            _mm512_mul_ps(hdr.d, _mm512_set1_ps(reinterpret_cast<const BlockQ8_K*>(xb[t])->d));
+        const __m512i s = _mm512_add_epi32(_mm512_mullo_epi32(lo[0][t], hdr.sc[2 * c]),
+                                           _mm512_mullo_epi32(hi[0][t], hdr.sc[2 * c + 1]));
+        sum[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, sum[t]);
+      }
+    }
+    q4_k_mins<T>(hdr, xb, min);
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + 16 * t, _mm512_sub_ps(sum[t], min[t]));
+}
+
+using TiledTokensFn = void (*)(const uint8_t*, int64_t, const uint8_t*, const uint8_t* const*,
+                               float*);
+
+template <int... Ts>
+constexpr std::array<TiledTokensFn, sizeof...(Ts)> q4_k_tiled_table(
+    std::integer_sequence<int, Ts...>) {
+  return {&q4_k_tiled_tokens<Ts + 1>...};
 }
 
 // ---------------------------------------------------------------------------
@@ -635,10 +769,14 @@ constexpr auto make_run_table(std::integer_sequence<int, Ts...>) {
   return std::array<RunFn<Kind>, sizeof...(Ts)>{&run_tokens<Kind, Ts + 1>...};
 }
 
-template <class Kind>
+// kTiled: w is a kTiled16 Q4_K weight (r0 a multiple of 16), unpacked
+// super-block by super-block from its stream; otherwise kGguf, each row tile
+// staged and packed.
+template <class Kind, bool kTiled>
 void matmul_kind(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
                  int64_t r0, int64_t r1) {
   using Packed = typename Kind::Packed;
+  static_assert(!kTiled || std::is_same_v<Kind, KindQ4K>, "kTiled16: Q4_K only");
   static constexpr auto kRun = make_run_table<Kind>(std::make_integer_sequence<int, kTokenTile>{});
   const int64_t nb = w.cols / kQK_K;
   thread_local std::vector<Packed> packed;
@@ -649,14 +787,39 @@ void matmul_kind(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, 
       kTokenTile, static_cast<int64_t>(kTokenChunkBytes / std::max<size_t>(1, x_row_bytes)) /
                       kTokenTile * kTokenTile);
   if (accs.size() < static_cast<size_t>(std::min(n, chunk))) accs.resize(std::min(n, chunk));
+  const auto* wd = static_cast<const uint8_t*>(w.data);
+  const size_t tile_bytes = static_cast<size_t>(nb) * kQ4KTiledBlockBytes;
+  const uint8_t* data_end =
+      wd + static_cast<size_t>((w.rows + kRowTile - 1) / kRowTile) * tile_bytes;
   for (int64_t t0 = 0; t0 < n; t0 += chunk) {
     const int64_t t1 = std::min(n, t0 + chunk);
     for (int64_t r = r0; r < r1; r += kRowTile) {
-      const RowTile rt = stage_row_tile(w, r, r1, &stage);
+      RowTile rt;
+      const uint8_t* tile = nullptr;
+      if constexpr (kTiled) {
+        rt.num_rows = static_cast<int>(std::min<int64_t>(kRowTile, r1 - r));
+        tile = wd + static_cast<size_t>(r / kRowTile) * tile_bytes;
+      } else {
+        rt = stage_row_tile(w, r, r1, &stage);
+      }
       std::memset(static_cast<void*>(accs.data()), 0, sizeof(Accum) * (t1 - t0));
       for (int64_t b0 = 0; b0 < nb; b0 += kSbBlock) {
         const int num_sb = static_cast<int>(std::min<int64_t>(kSbBlock, nb - b0));
-        for (int k = 0; k < num_sb; ++k) Kind::pack(rt, b0 + k, &packed[k]);
+        for (int k = 0; k < num_sb; ++k) {
+          if constexpr (kTiled) {
+            const uint8_t* src = tile + static_cast<size_t>(b0 + k) * kQ4KTiledBlockBytes;
+            // Stream kPrefetchBytes ahead (into the next tile at the end).
+            if (src + kTiledPrefetchBytes + kQ4KTiledBlockBytes <= data_end) {
+              for (size_t o = 0; o < kQ4KTiledBlockBytes; o += 64) {
+                _mm_prefetch(reinterpret_cast<const char*>(src + kTiledPrefetchBytes + o),
+                             _MM_HINT_T0);
+              }
+            }
+            unpack_q4_k_tiled(src, &packed[k]);
+          } else {
+            Kind::pack(rt, b0 + k, &packed[k]);
+          }
+        }
         for (int64_t t = t0; t < t1; t += kTokenTile) {
           const int toks = static_cast<int>(std::min<int64_t>(kTokenTile, t1 - t));
           const uint8_t* x0[kTokenTile];
@@ -694,6 +857,46 @@ bool matmul_supports(DType weight_type) {
   return weight_type == DType::kQ4_K || weight_type == DType::kQ6_K;
 }
 
+bool tiled_supports(DType weight_type) {
+  return weight_type == DType::kQ4_K;
+}
+
+size_t tiled_bytes(DType weight_type, int64_t rows, int64_t cols) {
+  (void)weight_type;
+  return static_cast<size_t>((rows + kRowTile - 1) / kRowTile) * static_cast<size_t>(cols / kQK_K) *
+         kQ4KTiledBlockBytes;
+}
+
+void pack_tiles(const WeightView& w, int64_t tile_begin, int64_t tile_end, void* dst) {
+  const int64_t nb = w.cols / kQK_K;
+  const size_t tile_bytes = static_cast<size_t>(nb) * kQ4KTiledBlockBytes;
+  const auto* wd = static_cast<const uint8_t*>(w.data);
+  for (int64_t i = tile_begin; i < tile_end; ++i) {
+    RowTile rt;
+    const int64_t r0 = i * kRowTile;
+    rt.num_rows = static_cast<int>(std::min<int64_t>(kRowTile, w.rows - r0));
+    for (int j = 0; j < kRowTile; ++j) {
+      rt.row[j] = wd + static_cast<size_t>(r0 + std::min(j, rt.num_rows - 1)) * w.row_bytes;
+    }
+    uint8_t* tp = static_cast<uint8_t*>(dst) + static_cast<size_t>(i) * tile_bytes;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* out = tp + static_cast<size_t>(b) * kQ4KTiledBlockBytes;
+      const size_t off = static_cast<size_t>(b) * sizeof(BlockQ4_K);
+      __m512i h[4];
+      load_transpose16x4(rt, off, h);
+      for (int k = 0; k < 4; ++k) _mm512_store_si512(out + 64 * k, h[k]);
+      for (int half = 0; half < 2; ++half) {
+        __m512i r[16];
+        for (int j = 0; j < kRowTile; ++j) {
+          r[j] = _mm512_loadu_si512(rt.row[j] + off + offsetof(BlockQ4_K, qs) + 64 * half);
+        }
+        transpose16x16(r);
+        for (int k = 0; k < 16; ++k) _mm512_store_si512(out + 64 * (4 + 16 * half + k), r[k]);
+      }
+    }
+  }
+}
+
 size_t activation_row_bytes(DType weight_type, int64_t cols) {
   return vec_dot::activation_row_bytes(weight_type, cols);
 }
@@ -711,11 +914,41 @@ void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, 
   if (row_begin >= row_end || n <= 0) return;
   if (w.type != DType::kQ4_K && w.type != DType::kQ6_K) return;
   const bool is_q4_k = w.type == DType::kQ4_K;
+  if (w.layout == WeightLayout::kTiled16) {
+    if (!is_q4_k) return;
+    if (n > kTiledFusedMaxTokens) {
+      matmul_kind<KindQ4K, true>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
+      return;
+    }
+    static constexpr auto kRun =
+        q4_k_tiled_table(std::make_integer_sequence<int, kFusedTokenTile>{});
+    const int64_t nb = w.cols / kQK_K;
+    const size_t tile_bytes = static_cast<size_t>(nb) * kQ4KTiledBlockBytes;
+    const auto* wd = static_cast<const uint8_t*>(w.data);
+    const uint8_t* data_end =
+        wd + static_cast<size_t>((w.rows + kRowTile - 1) / kRowTile) * tile_bytes;
+    for (int64_t r = row_begin; r < row_end; r += kRowTile) {
+      const uint8_t* tile = wd + static_cast<size_t>(r / kRowTile) * tile_bytes;
+      const __mmask16 mask =
+          static_cast<__mmask16>((1u << std::min<int64_t>(kRowTile, row_end - r)) - 1);
+      for (int64_t t = 0; t < n; t += kFusedTokenTile) {
+        const int toks = static_cast<int>(std::min<int64_t>(kFusedTokenTile, n - t));
+        const uint8_t* x0[kFusedTokenTile];
+        for (int i = 0; i < toks; ++i) x0[i] = x_enc + static_cast<size_t>(t + i) * x_row_bytes;
+        alignas(64) float out[kFusedTokenTile * kRowTile];
+        kRun[toks - 1](tile, nb, data_end, x0, out);
+        for (int i = 0; i < toks; ++i) {
+          _mm512_mask_storeu_ps(y + (t + i) * w.rows + r, mask, _mm512_load_ps(out + kRowTile * i));
+        }
+      }
+    }
+    return;
+  }
   if (n > kGemvMaxTokens) {
     if (is_q4_k) {
-      matmul_kind<KindQ4K>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
+      matmul_kind<KindQ4K, false>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
     } else {
-      matmul_kind<KindQ6K>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
+      matmul_kind<KindQ6K, false>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
     }
     return;
   }

@@ -6,21 +6,22 @@
 // apart from thread-local scratch, so concurrent calls from different
 // threads are safe.
 //
-// Weights are read in the raw GGUF layout (no repacking at load time). A
-// thread walks its rows in tiles of 16; a few super-blocks (256 elements) of
-// a tile at a time are transposed in registers into 64 vectors, one per
-// four-element group, with row j's quants in dword lane j, plus the tile's
-// scales, mins and d. vpdpbusd(group, broadcast(activation group)) then adds
-// four products into each row's lane, so no horizontal sums are needed and
-// the sub-block scales apply per lane. Each packed block is used by every
-// token (eight per register tile) before the next is packed.
+// Weights are read in the raw GGUF layout, or (Q4_K, no AMX) the kTiled16
+// layout below, which the model loader builds. A thread walks its rows in tiles of 16; a few
+// super-blocks (256 elements) of a tile at a time are transposed in registers into 64 vectors, one
+// per four-element group, with row j's quants in dword lane j, plus the tile's scales, mins and d.
+// vpdpbusd(group, broadcast(activation group)) then adds four products into each row's lane, so no
+// horizontal sums are needed and the sub-block scales apply per lane. Each packed block is used by
+// every token (eight per register tile) before the next is packed.
 //
-// Each tile is first copied in address order to a per-thread stage: packing
-// 16 interleaved rows straight from DRAM streamed at a fraction of the
-// bandwidth. Up to 3 tokens (decode) a row-wise kernel runs instead: one
-// row at a time in address order, each 64-element vector in element order
-// so the activations load as they are, per-block sums reduced horizontally.
-// Both paths give the same bits (below).
+// GGUF layout: each tile is first copied in address order to a per-thread
+// stage (packing 16 interleaved rows straight from DRAM streamed at a
+// fraction of the bandwidth), and up to 3 tokens (decode) a row-wise kernel
+// runs instead: one row at a time in address order, each 64-element vector
+// in element order so the activations load as they are, per-block sums
+// reduced horizontally. kTiled16: the tile kernel for every n, unpacking
+// each super-block (masks and shifts, no transpose) straight from the
+// stream. All paths give the same bits (below).
 //
 // Activations: Q8_K, byte for byte as vec_dot::encode_activation_row writes
 // them (nothing appended).
@@ -57,8 +58,26 @@ size_t activation_row_bytes(DType weight_type, int64_t cols);
 // Thread ith's share of the weight rows, aligned to the 16-row tile.
 void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end);
 
+// The WeightLayout::kTiled16 layout of a Q4_K weight, which the model
+// loader builds on a CPU that runs this kernel and has no usable AMX unit
+// (the AMX kernel reads the GGUF layout): rows in tiles of 16, the last tile
+// padded by repeating the last row; within a tile, super-block by
+// super-block, 36 vectors of 64 bytes: the header dwords (d | dmin << 16,
+// then the three dwords of the 12 scale bytes) and the 32 dwords of quants,
+// each vector holding one dword of every row, row j in lane j. That is
+// the GGUF bytes transposed, the same size (16 * row_bytes per tile), so a
+// tile is one sequential run and no per-call copy or transpose is left:
+// with a few tokens (batched decode, speculative verification) that copy and
+// transpose cost more than the arithmetic.
+bool tiled_supports(DType weight_type);  // Q4_K
+size_t tiled_bytes(DType weight_type, int64_t rows, int64_t cols);
+// Writes row tiles [tile_begin, tile_end) of w (kGguf) into dst, the start
+// of a 64-byte aligned buffer of tiled_bytes() bytes.
+void pack_tiles(const WeightView& w, int64_t tile_begin, int64_t tile_end, void* dst);
+
 // y[t][r] for r in [row_begin, row_end), t in [0, n); x_enc holds n rows
-// from encode_activation_row, x_row_bytes apart.
+// from encode_activation_row, x_row_bytes apart. w in either layout; for
+// kTiled16, row_begin is a multiple of 16 (as split_rows gives).
 void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
                  int64_t row_begin, int64_t row_end);
 

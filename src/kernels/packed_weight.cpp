@@ -2,8 +2,10 @@
 
 #include <cstdlib>
 
+#include "kernels/amx_support.h"
 #include "kernels/dispatch.h"
 #include "kernels/matmul_avx512.h"
+#include "kernels/matmul_kquant_avx512.h"
 
 namespace strata {
 namespace {
@@ -18,16 +20,30 @@ void PackedWeight::FreeBytes::operator()(uint8_t* p) const {
   std::free(p);
 }
 
+namespace {
+
+// Q4_K is packed where only the VNNI kernel runs it: the AMX kernel reads
+// the GGUF layout (per shape and n it may take any Q4_K matmul).
+bool is_tiled_kquant(DType type) {
+  return avx512_kquant::tiled_supports(type) && !amx_support().usable();
+}
+
+}  // namespace
+
 bool PackedWeight::is_packable(DType type) {
-  return kernel_isa() == KernelIsa::kAvx512Vnni && avx512::matmul_supports(type);
+  return kernel_isa() == KernelIsa::kAvx512Vnni &&
+         (avx512::matmul_supports(type) || is_tiled_kquant(type));
 }
 
 std::unique_ptr<PackedWeight> PackedWeight::pack(const WeightView& w, ThreadPool* pool) {
   if (w.layout != WeightLayout::kGguf || !is_packable(w.type) || w.rows <= 0) return nullptr;
-  const size_t bytes = avx512::tiled_bytes(w.type, w.rows, w.cols);
+  const bool kquant = is_tiled_kquant(w.type);
+  const size_t bytes = kquant ? avx512_kquant::tiled_bytes(w.type, w.rows, w.cols)
+                              : avx512::tiled_bytes(w.type, w.rows, w.cols);
   const size_t align = bytes >= kHugePage ? kHugePage : 64;
   auto* raw = static_cast<uint8_t*>(std::aligned_alloc(align, (bytes + align - 1) / align * align));
   if (raw == nullptr) return nullptr;  // no memory for a copy: the GGUF layout still works
+  const auto pack_tiles = kquant ? avx512_kquant::pack_tiles : avx512::pack_tiles;
   std::unique_ptr<PackedWeight> p(new PackedWeight());
   p->bytes_.reset(raw);
   p->size_bytes_ = bytes;
@@ -36,10 +52,10 @@ std::unique_ptr<PackedWeight> PackedWeight::pack(const WeightView& w, ThreadPool
     pool->run([&](int ith, int nth) {
       int64_t begin, end;
       split_range(num_tiles, ith, nth, &begin, &end);
-      avx512::pack_tiles(w, begin, end, raw);
+      pack_tiles(w, begin, end, raw);
     });
   } else {
-    avx512::pack_tiles(w, 0, num_tiles, raw);
+    pack_tiles(w, 0, num_tiles, raw);
   }
   p->view_ = w;
   p->view_.data = raw;

@@ -10,9 +10,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
+#include "kernels/amx_support.h"
 #include "kernels/dispatch.h"
+#include "kernels/packed_weight.h"
 #include "kernels/quant.h"
 #include "kernels/vec_dot.h"
 #include "test_support.h"
@@ -173,6 +176,106 @@ TEST(MatmulKQuantAvx512, EveryOutputIsIndependentOfNAndTileAndSplit) {
     });
     for (int64_t i = 0; i < n * rows; ++i) ASSERT_TRUE(same_bits(pooled[i], all[i]));
   }
+}
+
+// A Q4_K weight in the kTiled16 layout, packed by the kernel's own
+// pack_tiles (whatever this CPU's AMX, so the test runs everywhere VNNI
+// does), in a 64-byte aligned buffer.
+struct TiledWeight {
+  std::vector<uint8_t> storage;
+  WeightView view;
+};
+
+TiledWeight make_tiled(const WeightView& w) {
+  TiledWeight t;
+  const size_t bytes = kq::tiled_bytes(w.type, w.rows, w.cols);
+  t.storage.resize(bytes + 64);
+  auto* data = t.storage.data() + (64 - reinterpret_cast<uintptr_t>(t.storage.data()) % 64) % 64;
+  const int64_t tiles = (w.rows + 15) / 16;
+  // Two calls, as the loader's threads split the tiles.
+  kq::pack_tiles(w, 0, tiles / 2, data);
+  kq::pack_tiles(w, tiles / 2, tiles, data);
+  t.view = w;
+  t.view.data = data;
+  t.view.layout = WeightLayout::kTiled16;
+  return t;
+}
+
+// kTiled16 Q4_K gives the reference's bits (and so the GGUF layout's) for
+// every n, on row-tile tails, with extreme quants, more super-blocks than
+// one packed block, more tokens than a chunk, and every thread split.
+TEST(MatmulKQuantAvx512, TiledQ4KIsBitIdenticalToReference) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  EXPECT_TRUE(kq::tiled_supports(DType::kQ4_K));
+  EXPECT_FALSE(kq::tiled_supports(DType::kQ6_K));
+  const DType t = DType::kQ4_K;
+  for (int64_t cols : {kQK_K, 5 * kQK_K, 2048}) {
+    for (int64_t rows : {1, 15, 16, 17, 45}) {
+      const KQuantWeight w =
+          make_kquant_weight(t, rows, cols, static_cast<uint32_t>(rows * 11 + cols));
+      const TiledWeight tw = make_tiled(w.view);
+      EXPECT_EQ(kq::tiled_bytes(t, rows, cols),
+                static_cast<size_t>((rows + 15) / 16) * 16 * w.view.row_bytes);
+      for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33}) {
+        const auto x = make_kquant_x(n, cols, static_cast<uint32_t>(n * 17 + cols));
+        const auto enc = encode(t, x, n, cols);
+        const auto want = reference(w.view, enc.data(), n);
+        for (int nth : {1, 2, 3}) {
+          const auto got = run(tw.view, enc.data(), n, nth);
+          for (int64_t i = 0; i < n * rows; ++i) {
+            ASSERT_TRUE(same_bits(got[i], want[i]))
+                << "rows=" << rows << " cols=" << cols << " n=" << n << " nth=" << nth
+                << " t=" << i / rows << " r=" << i % rows << " got " << got[i] << " want "
+                << want[i];
+          }
+        }
+      }
+    }
+  }
+  const int64_t rows = 19, cols = 5632, n = 131;
+  const KQuantWeight w = make_kquant_weight(t, rows, cols, 79);
+  const TiledWeight tw = make_tiled(w.view);
+  const auto x = make_kquant_x(n, cols, 80);
+  const auto enc = encode(t, x, n, cols);
+  const auto want = reference(w.view, enc.data(), n);
+  const auto got = run(tw.view, enc.data(), n, 2);
+  for (int64_t i = 0; i < n * rows; ++i) {
+    ASSERT_TRUE(same_bits(got[i], want[i])) << "t=" << i / rows << " r=" << i % rows;
+  }
+}
+
+// What a model loads: PackedWeight tiles Q4_K on a VNNI CPU without a usable
+// AMX unit (whose kernel reads the GGUF layout), and matmul() on it gives
+// the GGUF weight's bits for every n, also with the ISA capped.
+TEST(MatmulKQuantAvx512, LoaderPacksQ4KWhereAmxIsNotUsable) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  testing::ScopedIsa scoped(KernelIsa::kAvx512Vnni);
+  const KQuantWeight w = make_kquant_weight(DType::kQ4_K, 37, 3 * kQK_K, 91);
+  const std::unique_ptr<PackedWeight> packed = PackedWeight::pack(w.view);
+  if (amx_support().usable()) {
+    EXPECT_EQ(packed, nullptr);
+    GTEST_SKIP() << "AMX is usable here: Q4_K stays in the GGUF layout";
+  }
+  ASSERT_NE(packed, nullptr);
+  EXPECT_EQ(packed->view().layout, WeightLayout::kTiled16);
+  EXPECT_EQ(packed->size_bytes(), kq::tiled_bytes(DType::kQ4_K, 37, 3 * kQK_K));
+  // Q6_K is not tiled.
+  const KQuantWeight q6 = make_kquant_weight(DType::kQ6_K, 16, kQK_K, 92);
+  EXPECT_EQ(PackedWeight::pack(q6.view), nullptr);
+  ThreadPool pool(2);
+  for (int64_t n : {1, 3, 4, 5, 8, 9, 24}) {
+    const auto x = random_floats(n * w.view.cols, static_cast<uint32_t>(n + 5));
+    std::vector<float> want(n * 37), got(n * 37, NAN);
+    matmul(w.view, x.data(), n, want.data(), pool);
+    matmul(packed->view(), x.data(), n, got.data(), pool);
+    ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << n;
+  }
+  const auto x = random_floats(5 * w.view.cols, 6);
+  std::vector<float> a(5 * 37), b(5 * 37, NAN);
+  matmul(w.view, x.data(), 5, a.data(), pool);
+  testing::ScopedIsa avx2(KernelIsa::kAvx2);
+  matmul(packed->view(), x.data(), 5, b.data(), pool);
+  ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
 }
 
 TEST(MatmulKQuantAvx512, SplitRowsAlignsToTiles) {
