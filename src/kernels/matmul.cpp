@@ -91,7 +91,7 @@ constexpr MatmulBackend kAmxFloatBackend = {avx512_float::activation_row_bytes,
 // (kernels/matmul_unit.h).
 const MatmulBackend& backend_for(const WeightView& w, int64_t n) {
   if (w.layout == WeightLayout::kTiled16) {
-    // Q4_K is packed only where the VNNI kernel alone runs it.
+    // Q4_K/Q6_K are packed only where the VNNI kernel alone runs them.
     if (avx512_kquant::tiled_supports(w.type)) return kAvx512KQuantBackend;
     return matmul_unit_for(w, n) == MatmulUnit::kAmx ? kAmxQuantBackend : kAvx512QuantBackend;
   }

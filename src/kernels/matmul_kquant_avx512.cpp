@@ -422,11 +422,11 @@ constexpr std::array<TiledTokensFn, sizeof...(Ts)> q4_k_tiled_table(
 
 }  // namespace
 
-void pack_q6_k(const RowTile& rt, int64_t b, PackedQ6K* p) {
-  const size_t off = static_cast<size_t>(b) * sizeof(BlockQ6_K);
-  // Scales: 16 signed bytes per row.
-  __m512i s[4];
-  load_transpose16x4(rt, off + offsetof(BlockQ6_K, scales), s);
+namespace {
+
+// The Q6_K header of 16 rows, s[k] lane j = row j's scale dword k and dh
+// the 16 rows' d, into p's sc, nsc and d.
+[[gnu::always_inline]] inline void q6_k_header(const __m512i s[4], __m256i dh, PackedQ6K* p) {
 #pragma GCC unroll 16
   for (int g = 0; g < 16; ++g) {
     p->sc[g] = _mm512_srai_epi32(_mm512_slli_epi32(s[g / 4], 24 - 8 * (g % 4)), 24);
@@ -439,22 +439,97 @@ void pack_q6_k(const RowTile& rt, int64_t b, PackedQ6K* p) {
         _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(p->sc[2 * i + 1], 5));
     p->nsc[i] = _mm512_or_si512(_mm512_and_si512(a, lo16), _mm512_slli_epi32(c, 16));
   }
+  p->d = _mm512_cvtph_ps(dh);
+}
+
+// Group vector q[32h + 8j + g] (j = 0..3) from ql dword 16h + g (j even) or
+// 16h + 8 + g (j odd) and qh dword 8h + g (lane = row): qh bytes 32h + l
+// hold bits 2j..2j+1 of element 128h + 32j + l; ql dword 16h + i, i < 8,
+// holds elements 128h + 4i.. (j = 0, low nibbles) and 128h + 64 + 4i..
+// (j = 2, high); i >= 8: j = 1 and j = 3.
+[[gnu::always_inline]] inline __m512i q6_k_group(__m512i ql, __m512i hb, int j) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i bits45 = _mm512_set1_epi8(0x30);
+  __m512i hbits;
+  switch (j) {
+    case 0:
+      hbits = _mm512_slli_epi32(hb, 4);
+      break;
+    case 1:
+      hbits = _mm512_slli_epi32(hb, 2);
+      break;
+    case 2:
+      hbits = hb;
+      break;
+    default:
+      hbits = _mm512_srli_epi32(hb, 2);
+      break;
+  }
+  const __m512i lo = j >= 2 ? _mm512_srli_epi32(ql, 4) : ql;
+  // (lo & 0x0F) | (hbits & 0x30): ternary logic 0xE4 with c = low4 keeps
+  // a's low nibble and b's high one, b's bits past 0x30 masked first.
+  return _mm512_ternarylogic_epi32(lo, _mm512_and_si512(hbits, bits45), low4, 0xE4);
+}
+
+// Half h's 32 group vectors from qh (the 16 qh dwords) and ql (the 16 ql
+// dwords 16h..16h + 15).
+[[gnu::always_inline]] inline void q6_k_quants(const __m512i* qh, int h, const __m512i* ql,
+                                               PackedQ6K* p) {
+#pragma GCC unroll 8
+  for (int g = 0; g < 8; ++g) {
+    const __m512i hb = qh[8 * h + g];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j)
+      p->q[32 * h + 8 * j + g] = q6_k_group(ql[j % 2 == 0 ? g : 8 + g], hb, j);
+  }
+}
+
+// kTiled16 Q6_K: vectors per super-block of a tile: 4 of scale dwords, 16
+// of qh dwords, 32 of ql dwords, then the 16 rows' d (32 bytes, 32 zero).
+constexpr int kQ6KTiledScales = 0, kQ6KTiledQh = 4, kQ6KTiledQl = 20, kQ6KTiledD = 52;
+constexpr size_t kQ6KTiledBlockBytes = 53 * 64;
+static_assert(kQ6KTiledBlockBytes == kRowTile * sizeof(BlockQ6_K) + 32,
+              "the GGUF bytes transposed, plus 32 bytes");
+
+inline void unpack_q6_k_tiled(const uint8_t* src, PackedQ6K* p) {
+  __m512i sv[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) sv[i] = _mm512_load_si512(src + 64 * (kQ6KTiledScales + i));
+  q6_k_header(sv, _mm256_load_si256(reinterpret_cast<const __m256i*>(src + 64 * kQ6KTiledD)), p);
+  __m512i qh[16], ql[16];
+#pragma GCC unroll 16
+  for (int k = 0; k < 16; ++k) qh[k] = _mm512_load_si512(src + 64 * (kQ6KTiledQh + k));
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) ql[k] = _mm512_load_si512(src + 64 * (kQ6KTiledQl + 16 * h + k));
+    q6_k_quants(qh, h, ql, p);
+  }
+}
+
+// The 16 rows' d of super-block b.
+inline __m256i load_q6_k_d(const RowTile& rt, size_t off) {
   alignas(32) uint16_t dh[kRowTile];
   for (int j = 0; j < kRowTile; ++j) {
     std::memcpy(&dh[j], rt.row[j] + off + offsetof(BlockQ6_K, d), sizeof(uint16_t));
   }
-  p->d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dh)));
-  // High bits: qh bytes 32h + l, bits 2k..2k+1 for element 128h + 32k + l.
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(dh));
+}
+
+}  // namespace
+
+void pack_q6_k(const RowTile& rt, int64_t b, PackedQ6K* p) {
+  const size_t off = static_cast<size_t>(b) * sizeof(BlockQ6_K);
+  // Scales: 16 signed bytes per row.
+  __m512i s[4];
+  load_transpose16x4(rt, off + offsetof(BlockQ6_K, scales), s);
+  q6_k_header(s, load_q6_k_d(rt, off), p);
   __m512i qh[16];
 #pragma GCC unroll 16
   for (int j = 0; j < kRowTile; ++j) {
     qh[j] = _mm512_loadu_si512(rt.row[j] + off + offsetof(BlockQ6_K, qh));
   }
   transpose16x16(qh);  // qh[8h + g]: bytes 32h + 4g..
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
-  const __m512i bits45 = _mm512_set1_epi8(0x30);
-  // Low bits: ql dword 16h + i, i < 8: elements 128h + 4i.. (k = 0, low
-  // nibbles) and 128h + 64 + 4i.. (k = 2, high); i >= 8: k = 1 and k = 3.
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
     __m512i ql[16];
@@ -463,21 +538,7 @@ void pack_q6_k(const RowTile& rt, int64_t b, PackedQ6K* p) {
       ql[j] = _mm512_loadu_si512(rt.row[j] + off + offsetof(BlockQ6_K, ql) + 64 * h);
     }
     transpose16x16(ql);
-#pragma GCC unroll 8
-    for (int g = 0; g < 8; ++g) {
-      const __m512i hb = qh[8 * h + g];
-      const __m512i h0 = _mm512_and_si512(_mm512_slli_epi32(hb, 4), bits45);
-      const __m512i h1 = _mm512_and_si512(_mm512_slli_epi32(hb, 2), bits45);
-      const __m512i h2 = _mm512_and_si512(hb, bits45);
-      const __m512i h3 = _mm512_and_si512(_mm512_srli_epi32(hb, 2), bits45);
-      // (a & 0x0F) | (b & ~0x0F): ternary-logic 0xE4 with c = low4.
-      p->q[32 * h + g] = _mm512_ternarylogic_epi32(ql[g], h0, low4, 0xE4);
-      p->q[32 * h + 8 + g] = _mm512_ternarylogic_epi32(ql[8 + g], h1, low4, 0xE4);
-      p->q[32 * h + 16 + g] =
-          _mm512_ternarylogic_epi32(_mm512_srli_epi32(ql[g], 4), h2, low4, 0xE4);
-      p->q[32 * h + 24 + g] =
-          _mm512_ternarylogic_epi32(_mm512_srli_epi32(ql[8 + g], 4), h3, low4, 0xE4);
-    }
+    q6_k_quants(qh, h, ql, p);
   }
 }
 
@@ -522,6 +583,96 @@ template <int T>
     acc[t] = _mm512_add_round_ps(
         acc[t], _mm512_mul_round_ps(scale, _mm512_cvtepi32_ps(isum[t]), kRound), kRound);
   }
+}
+
+// T tokens of one kTiled16 Q6_K row tile over all nb super-blocks, the
+// group vectors built in registers as the stream comes in (as
+// q4_k_tiled_tokens). Sub-blocks are summed in another order than
+// q6_k_sums' (two at a time per half and j), but in exact int32, so each
+// block's integer and everything after it are q6_k_sums' bits.
+template <int T>
+void q6_k_tiled_tokens(const uint8_t* tile, int64_t nb, const uint8_t* data_end,
+                       const uint8_t* const* x, float* out) {
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  const __m512i zero = _mm512_setzero_si512();
+  __m512 acc[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  PackedQ6K hdr;  // header fields only (sc, nsc, d)
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* src = tile + static_cast<size_t>(b) * kQ6KTiledBlockBytes;
+    // One prefetch per group step (64 of them; the block has 53 lines).
+    const char* ahead = src + kTiledPrefetchBytes + kQ6KTiledBlockBytes <= data_end
+                            ? reinterpret_cast<const char*>(src + kTiledPrefetchBytes)
+                            : nullptr;
+    __m512i sv[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) sv[i] = _mm512_load_si512(src + 64 * (kQ6KTiledScales + i));
+    q6_k_header(sv, _mm256_load_si256(reinterpret_cast<const __m256i*>(src + 64 * kQ6KTiledD)),
+                &hdr);
+    const uint8_t* xb[T];
+    __m512i isum[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      xb[t] = x[t] + static_cast<size_t>(b) * sizeof(BlockQ8_K);
+      isum[t] = zero;
+    }
+#pragma GCC unroll 1
+    for (int h = 0; h < 2; ++h) {
+      // j unrolled: q6_k_group's shifts are immediates, not branches.
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const int hj = 4 * h + j;
+        __m512i part0[T], part1[T];  // sub-blocks 8h + 2j and 8h + 2j + 1
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) part0[t] = part1[t] = zero;
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; ++g) {
+          const int line = 8 * hj + g;
+          if (ahead != nullptr && line < 53) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+          const __m512i ql =
+              _mm512_load_si512(src + 64 * (kQ6KTiledQl + 16 * h + (j % 2 == 0 ? g : 8 + g)));
+          const __m512i hb = _mm512_load_si512(src + 64 * (kQ6KTiledQh + 8 * h + g));
+          const __m512i q = q6_k_group(ql, hb, j);
+          const int i = 32 * h + 8 * j + g;
+#pragma GCC unroll 8
+          for (int t = 0; t < T; ++t) {
+            if (g < 4) {
+              part0[t] = _mm512_dpbusd_epi32(part0[t], q, bcast32(xb[t] + kXQs + 4 * i));
+            } else {
+              part1[t] = _mm512_dpbusd_epi32(part1[t], q, bcast32(xb[t] + kXQs + 4 * i));
+            }
+          }
+        }
+        const int s0 = 8 * h + 2 * j;
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          isum[t] = _mm512_add_epi32(
+              isum[t], _mm512_add_epi32(_mm512_mullo_epi32(part0[t], hdr.sc[s0]),
+                                        _mm512_mullo_epi32(part1[t], hdr.sc[s0 + 1])));
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {
+        isum[t] = _mm512_dpwssd_epi32(isum[t], hdr.nsc[i], bcast32(xb[t] + kXBsums + 4 * i));
+      }
+      const __m512 scale = _mm512_mul_round_ps(
+          hdr.d, _mm512_set1_ps(reinterpret_cast<const BlockQ8_K*>(xb[t])->d), kRound);
+      acc[t] = _mm512_add_round_ps(
+          acc[t], _mm512_mul_round_ps(scale, _mm512_cvtepi32_ps(isum[t]), kRound), kRound);
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(out + 16 * t, acc[t]);
+}
+
+template <int... Ts>
+constexpr std::array<TiledTokensFn, sizeof...(Ts)> q6_k_tiled_table(
+    std::integer_sequence<int, Ts...>) {
+  return {&q6_k_tiled_tokens<Ts + 1>...};
 }
 
 // Q6_K for a few tokens, one row at a time in address order (see
@@ -698,7 +849,9 @@ void q4_k_gemv(const WeightView& w, const uint8_t* const* x, float* const* y, in
 
 struct KindQ4K {
   using Packed = PackedQ4K;
+  static constexpr size_t kTiledBlockBytes = kQ4KTiledBlockBytes;
   static void pack(const RowTile& rt, int64_t b, Packed* p) { pack_q4_k(rt, b, p); }
+  static void unpack_tiled(const uint8_t* src, Packed* p) { unpack_q4_k_tiled(src, p); }
   template <int T>
   [[gnu::always_inline]] static void run(const Packed* p, int num_sb, const uint8_t* const* x0,
                                          __m512* sum, __m512* min) {
@@ -725,7 +878,9 @@ struct KindQ4K {
 
 struct KindQ6K {
   using Packed = PackedQ6K;
+  static constexpr size_t kTiledBlockBytes = kQ6KTiledBlockBytes;
   static void pack(const RowTile& rt, int64_t b, Packed* p) { pack_q6_k(rt, b, p); }
+  static void unpack_tiled(const uint8_t* src, Packed* p) { unpack_q6_k_tiled(src, p); }
   template <int T>
   [[gnu::always_inline]] static void run(const Packed* p, int num_sb, const uint8_t* const* x0,
                                          __m512* sum, __m512*) {
@@ -776,7 +931,6 @@ template <class Kind, bool kTiled>
 void matmul_kind(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
                  int64_t r0, int64_t r1) {
   using Packed = typename Kind::Packed;
-  static_assert(!kTiled || std::is_same_v<Kind, KindQ4K>, "kTiled16: Q4_K only");
   static constexpr auto kRun = make_run_table<Kind>(std::make_integer_sequence<int, kTokenTile>{});
   const int64_t nb = w.cols / kQK_K;
   thread_local std::vector<Packed> packed;
@@ -788,7 +942,7 @@ void matmul_kind(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, 
                       kTokenTile * kTokenTile);
   if (accs.size() < static_cast<size_t>(std::min(n, chunk))) accs.resize(std::min(n, chunk));
   const auto* wd = static_cast<const uint8_t*>(w.data);
-  const size_t tile_bytes = static_cast<size_t>(nb) * kQ4KTiledBlockBytes;
+  const size_t tile_bytes = static_cast<size_t>(nb) * Kind::kTiledBlockBytes;
   const uint8_t* data_end =
       wd + static_cast<size_t>((w.rows + kRowTile - 1) / kRowTile) * tile_bytes;
   for (int64_t t0 = 0; t0 < n; t0 += chunk) {
@@ -807,15 +961,15 @@ void matmul_kind(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, 
         const int num_sb = static_cast<int>(std::min<int64_t>(kSbBlock, nb - b0));
         for (int k = 0; k < num_sb; ++k) {
           if constexpr (kTiled) {
-            const uint8_t* src = tile + static_cast<size_t>(b0 + k) * kQ4KTiledBlockBytes;
-            // Stream kPrefetchBytes ahead (into the next tile at the end).
-            if (src + kTiledPrefetchBytes + kQ4KTiledBlockBytes <= data_end) {
-              for (size_t o = 0; o < kQ4KTiledBlockBytes; o += 64) {
+            const uint8_t* src = tile + static_cast<size_t>(b0 + k) * Kind::kTiledBlockBytes;
+            // Stream kTiledPrefetchBytes ahead (into the next tile at the end).
+            if (src + kTiledPrefetchBytes + Kind::kTiledBlockBytes <= data_end) {
+              for (size_t o = 0; o < Kind::kTiledBlockBytes; o += 64) {
                 _mm_prefetch(reinterpret_cast<const char*>(src + kTiledPrefetchBytes + o),
                              _MM_HINT_T0);
               }
             }
-            unpack_q4_k_tiled(src, &packed[k]);
+            Kind::unpack_tiled(src, &packed[k]);
           } else {
             Kind::pack(rt, b0 + k, &packed[k]);
           }
@@ -858,18 +1012,65 @@ bool matmul_supports(DType weight_type) {
 }
 
 bool tiled_supports(DType weight_type) {
-  return weight_type == DType::kQ4_K;
+  return weight_type == DType::kQ4_K || weight_type == DType::kQ6_K;
 }
 
+namespace {
+
+size_t tiled_block_bytes(DType weight_type) {
+  return weight_type == DType::kQ4_K ? kQ4KTiledBlockBytes : kQ6KTiledBlockBytes;
+}
+
+// Super-block b of a row tile (rt over the GGUF rows) in the kTiled16 order.
+void pack_tiled_q4_k(const RowTile& rt, int64_t b, uint8_t* out) {
+  const size_t off = static_cast<size_t>(b) * sizeof(BlockQ4_K);
+  __m512i h[4];
+  load_transpose16x4(rt, off, h);
+  for (int k = 0; k < 4; ++k) _mm512_store_si512(out + 64 * k, h[k]);
+  for (int half = 0; half < 2; ++half) {
+    __m512i r[16];
+    for (int j = 0; j < kRowTile; ++j) {
+      r[j] = _mm512_loadu_si512(rt.row[j] + off + offsetof(BlockQ4_K, qs) + 64 * half);
+    }
+    transpose16x16(r);
+    for (int k = 0; k < 16; ++k) _mm512_store_si512(out + 64 * (4 + 16 * half + k), r[k]);
+  }
+}
+
+void pack_tiled_q6_k(const RowTile& rt, int64_t b, uint8_t* out) {
+  const size_t off = static_cast<size_t>(b) * sizeof(BlockQ6_K);
+  __m512i sv[4];
+  load_transpose16x4(rt, off + offsetof(BlockQ6_K, scales), sv);
+  for (int k = 0; k < 4; ++k) _mm512_store_si512(out + 64 * (kQ6KTiledScales + k), sv[k]);
+  __m512i r[16];
+  for (int j = 0; j < kRowTile; ++j) {
+    r[j] = _mm512_loadu_si512(rt.row[j] + off + offsetof(BlockQ6_K, qh));
+  }
+  transpose16x16(r);
+  for (int k = 0; k < 16; ++k) _mm512_store_si512(out + 64 * (kQ6KTiledQh + k), r[k]);
+  for (int h = 0; h < 2; ++h) {
+    for (int j = 0; j < kRowTile; ++j) {
+      r[j] = _mm512_loadu_si512(rt.row[j] + off + offsetof(BlockQ6_K, ql) + 64 * h);
+    }
+    transpose16x16(r);
+    for (int k = 0; k < 16; ++k) {
+      _mm512_store_si512(out + 64 * (kQ6KTiledQl + 16 * h + k), r[k]);
+    }
+  }
+  _mm512_store_si512(out + 64 * kQ6KTiledD, _mm512_zextsi256_si512(load_q6_k_d(rt, off)));
+}
+
+}  // namespace
+
 size_t tiled_bytes(DType weight_type, int64_t rows, int64_t cols) {
-  (void)weight_type;
   return static_cast<size_t>((rows + kRowTile - 1) / kRowTile) * static_cast<size_t>(cols / kQK_K) *
-         kQ4KTiledBlockBytes;
+         tiled_block_bytes(weight_type);
 }
 
 void pack_tiles(const WeightView& w, int64_t tile_begin, int64_t tile_end, void* dst) {
   const int64_t nb = w.cols / kQK_K;
-  const size_t tile_bytes = static_cast<size_t>(nb) * kQ4KTiledBlockBytes;
+  const size_t block_bytes = tiled_block_bytes(w.type);
+  const size_t tile_bytes = static_cast<size_t>(nb) * block_bytes;
   const auto* wd = static_cast<const uint8_t*>(w.data);
   for (int64_t i = tile_begin; i < tile_end; ++i) {
     RowTile rt;
@@ -880,18 +1081,11 @@ void pack_tiles(const WeightView& w, int64_t tile_begin, int64_t tile_end, void*
     }
     uint8_t* tp = static_cast<uint8_t*>(dst) + static_cast<size_t>(i) * tile_bytes;
     for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* out = tp + static_cast<size_t>(b) * kQ4KTiledBlockBytes;
-      const size_t off = static_cast<size_t>(b) * sizeof(BlockQ4_K);
-      __m512i h[4];
-      load_transpose16x4(rt, off, h);
-      for (int k = 0; k < 4; ++k) _mm512_store_si512(out + 64 * k, h[k]);
-      for (int half = 0; half < 2; ++half) {
-        __m512i r[16];
-        for (int j = 0; j < kRowTile; ++j) {
-          r[j] = _mm512_loadu_si512(rt.row[j] + off + offsetof(BlockQ4_K, qs) + 64 * half);
-        }
-        transpose16x16(r);
-        for (int k = 0; k < 16; ++k) _mm512_store_si512(out + 64 * (4 + 16 * half + k), r[k]);
+      uint8_t* out = tp + static_cast<size_t>(b) * block_bytes;
+      if (w.type == DType::kQ4_K) {
+        pack_tiled_q4_k(rt, b, out);
+      } else {
+        pack_tiled_q6_k(rt, b, out);
       }
     }
   }
@@ -915,15 +1109,21 @@ void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, 
   if (w.type != DType::kQ4_K && w.type != DType::kQ6_K) return;
   const bool is_q4_k = w.type == DType::kQ4_K;
   if (w.layout == WeightLayout::kTiled16) {
-    if (!is_q4_k) return;
     if (n > kTiledFusedMaxTokens) {
-      matmul_kind<KindQ4K, true>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
+      if (is_q4_k) {
+        matmul_kind<KindQ4K, true>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
+      } else {
+        matmul_kind<KindQ6K, true>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
+      }
       return;
     }
-    static constexpr auto kRun =
+    static constexpr auto kQ4KRun =
         q4_k_tiled_table(std::make_integer_sequence<int, kFusedTokenTile>{});
+    static constexpr auto kQ6KRun =
+        q6_k_tiled_table(std::make_integer_sequence<int, kFusedTokenTile>{});
+    const auto& kRun = is_q4_k ? kQ4KRun : kQ6KRun;
     const int64_t nb = w.cols / kQK_K;
-    const size_t tile_bytes = static_cast<size_t>(nb) * kQ4KTiledBlockBytes;
+    const size_t tile_bytes = static_cast<size_t>(nb) * tiled_block_bytes(w.type);
     const auto* wd = static_cast<const uint8_t*>(w.data);
     const uint8_t* data_end =
         wd + static_cast<size_t>((w.rows + kRowTile - 1) / kRowTile) * tile_bytes;

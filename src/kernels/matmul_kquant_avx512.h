@@ -6,7 +6,7 @@
 // apart from thread-local scratch, so concurrent calls from different
 // threads are safe.
 //
-// Weights are read in the raw GGUF layout, or (Q4_K, no AMX) the kTiled16
+// Weights are read in the raw GGUF layout, or (no AMX) the kTiled16
 // layout below, which the model loader builds. A thread walks its rows in tiles of 16; a few
 // super-blocks (256 elements) of a tile at a time are transposed in registers into 64 vectors, one
 // per four-element group, with row j's quants in dword lane j, plus the tile's scales, mins and d.
@@ -58,18 +58,20 @@ size_t activation_row_bytes(DType weight_type, int64_t cols);
 // Thread ith's share of the weight rows, aligned to the 16-row tile.
 void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end);
 
-// The WeightLayout::kTiled16 layout of a Q4_K weight, which the model
-// loader builds on a CPU that runs this kernel and has no usable AMX unit
-// (the AMX kernel reads the GGUF layout): rows in tiles of 16, the last tile
-// padded by repeating the last row; within a tile, super-block by
-// super-block, 36 vectors of 64 bytes: the header dwords (d | dmin << 16,
-// then the three dwords of the 12 scale bytes) and the 32 dwords of quants,
-// each vector holding one dword of every row, row j in lane j. That is
-// the GGUF bytes transposed, the same size (16 * row_bytes per tile), so a
-// tile is one sequential run and no per-call copy or transpose is left:
-// with a few tokens (batched decode, speculative verification) that copy and
-// transpose cost more than the arithmetic.
-bool tiled_supports(DType weight_type);  // Q4_K
+// The WeightLayout::kTiled16 layout of a Q4_K or Q6_K weight, which the
+// model loader builds on a CPU that runs this kernel and has no usable AMX
+// unit (the AMX kernel reads the GGUF layout): rows in tiles of 16, the last
+// tile padded by repeating the last row; within a tile, super-block by
+// super-block, vectors of 64 bytes each holding one dword of every row, row
+// j in lane j. Q4_K, 36 vectors: the header dwords (d | dmin << 16, then the
+// three dwords of the 12 scale bytes) and the 32 dwords of quants, i.e. the
+// GGUF bytes transposed, the same size. Q6_K, 53 vectors: the 4 dwords of
+// scales, the 16 of qh, the 32 of ql, then the 16 rows' d (32 bytes and 32
+// of padding; 1% over the GGUF size). A tile is one sequential run, and no
+// per-call copy or transpose is left: with a few tokens (batched decode,
+// speculative verification) that copy and transpose cost more than the
+// arithmetic.
+bool tiled_supports(DType weight_type);  // Q4_K, Q6_K
 size_t tiled_bytes(DType weight_type, int64_t rows, int64_t cols);
 // Writes row tiles [tile_begin, tile_end) of w (kGguf) into dst, the start
 // of a 64-byte aligned buffer of tiled_bytes() bytes.

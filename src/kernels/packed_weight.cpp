@@ -22,8 +22,8 @@ void PackedWeight::FreeBytes::operator()(uint8_t* p) const {
 
 namespace {
 
-// Q4_K is packed where only the VNNI kernel runs it: the AMX kernel reads
-// the GGUF layout (per shape and n it may take any Q4_K matmul).
+// Q4_K/Q6_K are packed where only the VNNI kernel runs them: the AMX kernel reads
+// the GGUF layout (per shape and n it may take any K-quant matmul).
 bool is_tiled_kquant(DType type) {
   return avx512_kquant::tiled_supports(type) && !amx_support().usable();
 }

@@ -1,6 +1,6 @@
 // PackedWeight: a copy of one weight in the layout this CPU's matmul kernel
 // reads fastest (WeightLayout::kTiled16 for Q4_0/Q8_0 on AVX-512 VNNI CPUs,
-// and for Q4_K on those without a usable AMX unit),
+// and for Q4_K/Q6_K on those without a usable AMX unit),
 // built once when a model loads, so the kernel streams one sequential run
 // per 16-row tile and never transposes at run time. Same size as the GGUF
 // bytes (plus at most 63 bytes per tile) and the same results bit for bit:

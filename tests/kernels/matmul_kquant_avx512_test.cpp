@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/amx_support.h"
@@ -201,21 +202,25 @@ TiledWeight make_tiled(const WeightView& w) {
   return t;
 }
 
-// kTiled16 Q4_K gives the reference's bits (and so the GGUF layout's) for
-// every n, on row-tile tails, with extreme quants, more super-blocks than
-// one packed block, more tokens than a chunk, and every thread split.
-TEST(MatmulKQuantAvx512, TiledQ4KIsBitIdenticalToReference) {
+// kTiled16 Q4_K and Q6_K give the reference's bits (and so the GGUF
+// layout's) for every n (the register path up to 16 tokens, the scratch
+// path beyond), on row-tile tails, with extreme quants, more super-blocks
+// than one packed block, more tokens than a chunk, and every thread split.
+class TiledKQuant : public ::testing::TestWithParam<DType> {};
+
+TEST_P(TiledKQuant, BitIdenticalToReference) {
   if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
-  EXPECT_TRUE(kq::tiled_supports(DType::kQ4_K));
-  EXPECT_FALSE(kq::tiled_supports(DType::kQ6_K));
-  const DType t = DType::kQ4_K;
+  const DType t = GetParam();
+  EXPECT_TRUE(kq::tiled_supports(t));
   for (int64_t cols : {kQK_K, 5 * kQK_K, 2048}) {
     for (int64_t rows : {1, 15, 16, 17, 45}) {
       const KQuantWeight w =
           make_kquant_weight(t, rows, cols, static_cast<uint32_t>(rows * 11 + cols));
       const TiledWeight tw = make_tiled(w.view);
+      // The GGUF bytes of whole tiles (Q6_K: plus 32 per super-block of a tile).
+      const size_t pad = t == DType::kQ6_K ? 32 * static_cast<size_t>(cols / kQK_K) : 0;
       EXPECT_EQ(kq::tiled_bytes(t, rows, cols),
-                static_cast<size_t>((rows + 15) / 16) * 16 * w.view.row_bytes);
+                static_cast<size_t>((rows + 15) / 16) * (16 * w.view.row_bytes + pad));
       for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33}) {
         const auto x = make_kquant_x(n, cols, static_cast<uint32_t>(n * 17 + cols));
         const auto enc = encode(t, x, n, cols);
@@ -244,13 +249,15 @@ TEST(MatmulKQuantAvx512, TiledQ4KIsBitIdenticalToReference) {
   }
 }
 
-// What a model loads: PackedWeight tiles Q4_K on a VNNI CPU without a usable
-// AMX unit (whose kernel reads the GGUF layout), and matmul() on it gives
-// the GGUF weight's bits for every n, also with the ISA capped.
-TEST(MatmulKQuantAvx512, LoaderPacksQ4KWhereAmxIsNotUsable) {
+// What a model loads: PackedWeight tiles Q4_K and Q6_K on a VNNI CPU
+// without a usable AMX unit (whose kernel reads the GGUF layout), and
+// matmul() on it gives the GGUF weight's bits for every n, also with the
+// ISA capped.
+TEST_P(TiledKQuant, LoaderPacksWhereAmxIsNotUsable) {
   if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
   testing::ScopedIsa scoped(KernelIsa::kAvx512Vnni);
-  const KQuantWeight w = make_kquant_weight(DType::kQ4_K, 37, 3 * kQK_K, 91);
+  const DType t = GetParam();
+  const KQuantWeight w = make_kquant_weight(t, 37, 3 * kQK_K, 91);
   const std::unique_ptr<PackedWeight> packed = PackedWeight::pack(w.view);
   if (amx_support().usable()) {
     EXPECT_EQ(packed, nullptr);
@@ -258,12 +265,9 @@ TEST(MatmulKQuantAvx512, LoaderPacksQ4KWhereAmxIsNotUsable) {
   }
   ASSERT_NE(packed, nullptr);
   EXPECT_EQ(packed->view().layout, WeightLayout::kTiled16);
-  EXPECT_EQ(packed->size_bytes(), kq::tiled_bytes(DType::kQ4_K, 37, 3 * kQK_K));
-  // Q6_K is not tiled.
-  const KQuantWeight q6 = make_kquant_weight(DType::kQ6_K, 16, kQK_K, 92);
-  EXPECT_EQ(PackedWeight::pack(q6.view), nullptr);
+  EXPECT_EQ(packed->size_bytes(), kq::tiled_bytes(t, 37, 3 * kQK_K));
   ThreadPool pool(2);
-  for (int64_t n : {1, 3, 4, 5, 8, 9, 24}) {
+  for (int64_t n : {1, 3, 4, 5, 8, 9, 17, 24}) {
     const auto x = random_floats(n * w.view.cols, static_cast<uint32_t>(n + 5));
     std::vector<float> want(n * 37), got(n * 37, NAN);
     matmul(w.view, x.data(), n, want.data(), pool);
@@ -277,6 +281,12 @@ TEST(MatmulKQuantAvx512, LoaderPacksQ4KWhereAmxIsNotUsable) {
   matmul(packed->view(), x.data(), 5, b.data(), pool);
   ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(MatmulKQuantAvx512, TiledKQuant,
+                         ::testing::Values(DType::kQ4_K, DType::kQ6_K),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(dtype_name(info.param));
+                         });
 
 TEST(MatmulKQuantAvx512, SplitRowsAlignsToTiles) {
   for (int64_t rows : {1, 16, 45, 2048}) {
