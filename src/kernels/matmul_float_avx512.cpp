@@ -62,6 +62,42 @@ struct LoadBF16 {
   }
 };
 
+// The horizontal sums of 16 accumulators at once, bit for bit
+// _mm512_reduce_add_ps's on each (the header's fixed tree: lane i + lane
+// i + 8, then j + j + 4, then k + k + 2, then 0 + 1; float addition is
+// commutative, so only the pairing matters): lane m of the result is the sum
+// of v[m]. Each level adds two vectors' worth of halves at once, 15 adds and
+// 30 shuffles for all 16 instead of 16 x 7 dependent steps, which with a
+// few hundred columns (a small model's rows) cost as much as the FMAs.
+inline __m512 reduce16(const __m512* v) {
+  // The tree leaves lane 4m + e holding input m + 4e: feed the inputs in the
+  // transposed order so that lane m holds input m.
+  __m512 s[8];
+#pragma GCC unroll 8
+  for (int p = 0; p < 8; ++p) {
+    const int a = 2 * p, b = 2 * p + 1;
+    const __m512 va = v[4 * (a % 4) + a / 4], vb = v[4 * (b % 4) + b / 4];
+    // [va.lo256, vb.lo256] + [va.hi256, vb.hi256]: i + i + 8 for both.
+    s[p] = _mm512_add_ps(_mm512_shuffle_f32x4(va, vb, 0x44), _mm512_shuffle_f32x4(va, vb, 0xEE));
+  }
+  __m512 u[4];
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    // 128-bit blocks 0, 2 + 1, 3 of each: j + j + 4.
+    u[q] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * q], s[2 * q + 1], 0x88),
+                         _mm512_shuffle_f32x4(s[2 * q], s[2 * q + 1], 0xDD));
+  }
+  __m512 w[2];
+#pragma GCC unroll 2
+  for (int z = 0; z < 2; ++z) {
+    // Lanes 0, 1 + 2, 3 of each block: k + k + 2.
+    w[z] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * z], u[2 * z + 1], 0x44),
+                         _mm512_shuffle_ps(u[2 * z], u[2 * z + 1], 0xEE));
+  }
+  // Lanes 0 + 1.
+  return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
+}
+
 // out[t * out_stride + r] for R rows x T tokens. `next` (may be null) is
 // the start of the next row tile's bytes: it is prefetched R times as fast
 // as these rows are read, so it is in cache when its turn comes (DRAM-bound
@@ -104,10 +140,33 @@ __attribute__((flatten)) void tile(const void* const* w, const float* const* x, 
       }
     }
   }
+  if constexpr (R == 4) {
+    // Four tokens' four rows per reduce16: lanes 4t..4t + 3 are token t's
+    // rows, stored as one 128-bit vector.
+#pragma GCC unroll 2
+    for (int t0 = 0; t0 < T; t0 += 4) {
+      __m512 v[16];
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
+      for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r)
+          v[4 * i + r] = t0 + i < T ? acc[r][t0 + i] : _mm512_setzero_ps();
+      const __m512 sums = reduce16(v);
+      const int toks = T - t0 < 4 ? T - t0 : 4;
+      for (int i = 0; i < toks; ++i) {
+        const __m128 rows4 = i == 0   ? _mm512_castps512_ps128(sums)
+                             : i == 1 ? _mm512_extractf32x4_ps(sums, 1)
+                             : i == 2 ? _mm512_extractf32x4_ps(sums, 2)
+                                      : _mm512_extractf32x4_ps(sums, 3);
+        _mm_storeu_ps(out + (t0 + i) * out_stride, rows4);
+      }
+    }
+  } else {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) out[t * out_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
+      for (int t = 0; t < T; ++t) out[t * out_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
 }
 
 template <class Load, int R>

@@ -5,7 +5,8 @@
 //   per output, lane l of a 16-lane fp32 accumulator sums w[k] * x[k] for
 //   k = l, l + 16, l + 32, ... with one fused multiply-add each, in k order
 //   (a partial last vector is zero-padded); then the 16 lanes are added by
-//   a fixed tree.
+//   a fixed tree (lane i + lane i + 8, then j + j + 4, k + k + 2, 0 + 1),
+//   computed for 16 outputs at once.
 // Activations are those of avx2::encode_activation_row: fp32, rounded
 // through fp16 / bf16 for F16 / BF16 weights (as llama.cpp rounds them).
 #pragma once

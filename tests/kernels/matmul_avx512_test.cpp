@@ -235,6 +235,55 @@ TEST(MatmulAvx512, FloatOutputsAreIndependentOfBatchAndThreads) {
   }
 }
 
+// The float kernels' documented rounding, emulated in scalar code: lane l
+// of 16 sums w[k] x[k] for k = l, l + 16, ... with one fused multiply-add
+// each (a partial last vector zero-padded), then the fixed tree (lane i +
+// lane i + 8, j + j + 4, k + k + 2, 0 + 1). Every output of every tile shape
+// (4 rows x 1..6 tokens, tail rows) gives exactly those bits.
+TEST(MatmulAvx512, FloatOutputsFollowTheDocumentedOrderBitForBit) {
+  if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+  ScopedIsa scoped(KernelIsa::kAvx512Vnni);
+  for (DType type : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (int64_t cols : {7, 117, 256, 704}) {
+      const int64_t rows = 23;
+      const auto src = random_floats(rows * cols, static_cast<uint32_t>(cols), 0.5f);
+      auto bytes = quantize_rows(type, src.data(), rows, cols);
+      const WeightView w{type, rows, cols, bytes.data(), dtype_row_bytes(type, cols)};
+      std::vector<float> wf(rows * cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row(type, bytes.data() + r * w.row_bytes, wf.data() + r * cols, cols);
+      }
+      ThreadPool pool(2);
+      for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 9, 13, 16}) {
+        auto x = random_floats(n * cols, static_cast<uint32_t>(n * 7 + cols));
+        std::vector<float> got(n * rows, NAN);
+        matmul(w, x.data(), n, got.data(), pool);
+        for (float& v : x) {  // the activation encoding: rounded through the weight type
+          if (type == DType::kF16) v = fp16_to_fp32(fp32_to_fp16(v));
+          if (type == DType::kBF16) v = bf16_to_fp32(fp32_to_bf16(v));
+        }
+        for (int64_t t = 0; t < n; ++t) {
+          for (int64_t r = 0; r < rows; ++r) {
+            float lane[16] = {};
+            for (int64_t k = 0; k < cols; ++k) {
+              lane[k % 16] = std::fma(wf[r * cols + k], x[t * cols + k], lane[k % 16]);
+            }
+            float a[8], b[4], c[2];
+            for (int i = 0; i < 8; ++i) a[i] = lane[i] + lane[i + 8];
+            for (int j = 0; j < 4; ++j) b[j] = a[j] + a[j + 4];
+            for (int k = 0; k < 2; ++k) c[k] = b[k] + b[k + 2];
+            const float want = c[0] + c[1];
+            const float have = got[t * rows + r];
+            ASSERT_EQ(std::memcmp(&want, &have, sizeof(float)), 0)
+                << dtype_name(type) << " cols=" << cols << " n=" << n << " t=" << t << " r=" << r
+                << " got " << have << " want " << want;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(MatmulAvx512, EncodingIsQ8_0PlusQuantSumCorrectionsAndFp32Scales) {
   if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
   const int64_t cols = 96, nb = cols / kQK8_0;
