@@ -1,6 +1,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <cassert>
 #include <vector>
 
 #include "kernels/dispatch.h"
@@ -113,35 +114,65 @@ const MatmulBackend& backend_for(const WeightView& w, int64_t n) {
   return kScalarBackend;
 }
 
+// x's rows encoded for backend be and weight w (x itself for fp32
+// activations), in this thread's scratch.
+const uint8_t* encode_activations(const MatmulBackend& be, const WeightView& w, const float* x,
+                                  int64_t n, size_t x_row_bytes, ThreadPool& pool) {
+  if (vec_dot::activation_type(w.type) == DType::kF32) return reinterpret_cast<const uint8_t*>(x);
+  uint8_t* scratch = activation_scratch(x_row_bytes * static_cast<size_t>(n));
+  auto encode = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      be.encode_activation_row(w.type, x + t * w.cols, w.cols, scratch + t * x_row_bytes);
+    }
+  };
+  if (n < kParallelEncodeRows || pool.num_threads() == 1) {
+    encode(0, n);
+  } else {
+    pool.run([&](int ith, int nth) {
+      int64_t begin, end;
+      split_range(n, ith, nth, &begin, &end);
+      encode(begin, end);
+    });
+  }
+  return scratch;
+}
+
 }  // namespace
 
 void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
   if (n <= 0 || w.rows <= 0) return;
   const MatmulBackend& be = backend_for(w, n);
   const size_t x_row_bytes = be.activation_row_bytes(w.type, w.cols);
-  const uint8_t* x_enc = reinterpret_cast<const uint8_t*>(x);
-  if (vec_dot::activation_type(w.type) != DType::kF32) {
-    uint8_t* scratch = activation_scratch(x_row_bytes * static_cast<size_t>(n));
-    auto encode = [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        be.encode_activation_row(w.type, x + t * w.cols, w.cols, scratch + t * x_row_bytes);
-      }
-    };
-    if (n < kParallelEncodeRows || pool.num_threads() == 1) {
-      encode(0, n);
-    } else {
-      pool.run([&](int ith, int nth) {
-        int64_t begin, end;
-        split_range(n, ith, nth, &begin, &end);
-        encode(begin, end);
-      });
-    }
-    x_enc = scratch;
-  }
+  const uint8_t* x_enc = encode_activations(be, w, x, n, x_row_bytes, pool);
   pool.run([&](int ith, int nth) {
     int64_t begin, end;
     be.split_rows(w.rows, ith, nth, &begin, &end);
     be.matmul_rows(w, x_enc, x_row_bytes, n, y, begin, end);
+  });
+}
+
+void matmul_group(std::initializer_list<MatmulTarget> targets, const float* x, int64_t n,
+                  ThreadPool& pool) {
+  if (n <= 0 || targets.size() == 0) return;
+  const WeightView& first = *targets.begin()->w;
+  const MatmulBackend& be = backend_for(first, n);
+  bool shared = true;
+  for (const MatmulTarget& t : targets) {
+    assert(t.w->cols == first.cols && "matmul_group: the targets read one input");
+    shared = shared && t.w->type == first.type && &backend_for(*t.w, n) == &be;
+  }
+  if (!shared) {
+    for (const MatmulTarget& t : targets) matmul(*t.w, x, n, t.y, pool);
+    return;
+  }
+  const size_t x_row_bytes = be.activation_row_bytes(first.type, first.cols);
+  const uint8_t* x_enc = encode_activations(be, first, x, n, x_row_bytes, pool);
+  pool.run([&](int ith, int nth) {
+    for (const MatmulTarget& t : targets) {
+      int64_t begin, end;
+      be.split_rows(t.w->rows, ith, nth, &begin, &end);
+      be.matmul_rows(*t.w, x_enc, x_row_bytes, n, t.y, begin, end);
+    }
   });
 }
 

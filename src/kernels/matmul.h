@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "util/dtype.h"
 #include "util/thread_pool.h"
@@ -40,6 +41,20 @@ struct WeightView {
 
 // y[n][w.rows] = x[n][w.cols] · Wᵀ, using the pool's threads.
 void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+
+// One weight of matmul_group and its output.
+struct MatmulTarget {
+  const WeightView* w;
+  float* y;
+};
+
+// matmul(*t.w, x, n, t.y, pool) for every target: weights of one width
+// reading the same input (q/k/v, gate/up). One pass over the pool with the
+// activations encoded once when the targets share a weight type and the
+// kernel their shape and n pick; otherwise one matmul after another. Each
+// output's bits are matmul's either way.
+void matmul_group(std::initializer_list<MatmulTarget> targets, const float* x, int64_t n,
+                  ThreadPool& pool);
 
 // The scalar reference: dequantize-and-dot in double-free plain C++, used by
 // parity tests. Quantized types quantize x the same way matmul does.

@@ -292,9 +292,7 @@ void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out, bool g
       rms_norm(x + r0 * hidden, l.attn_norm, xn + r0 * hidden, r1 - r0, hidden, eps);
     });
     t = profile_.lap(t, Phase::kElementwise, 0, norm_bytes, Arithmetic::kNone);
-    matmul(l.attn_q, xn, n, q, pool_);
-    matmul(l.attn_k, xn, n, k, pool_);
-    matmul(l.attn_v, xn, n, v, pool_);
+    matmul_group({{&l.attn_q, q}, {&l.attn_k, k}, {&l.attn_v, v}}, xn, n, pool_);
     t = profile_.lap_matmuls(t, Phase::kQkvProj, {&l.attn_q, &l.attn_k, &l.attn_v}, n);
     for_rows(n, [&](int64_t r0, int64_t r1) {
       const int64_t rows = r1 - r0;
@@ -328,8 +326,7 @@ void ModelRunner::forward_local(const ForwardBatch& b, float* logits_out, bool g
       rms_norm(x + r0 * hidden, l.ffn_norm, xn + r0 * hidden, r1 - r0, hidden, eps);
     });
     t = profile_.lap(t, Phase::kElementwise, 0, residual_bytes + norm_bytes, Arithmetic::kNone);
-    matmul(l.ffn_gate, xn, n, gate, pool_);
-    matmul(l.ffn_up, xn, n, up, pool_);
+    matmul_group({{&l.ffn_gate, gate}, {&l.ffn_up, up}}, xn, n, pool_);
     t = profile_.lap_matmuls(t, Phase::kGateUpProj, {&l.ffn_gate, &l.ffn_up}, n);
     for_rows(n, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <string>
 
+#include "kernels/packed_weight.h"
 #include "kernels/quant.h"
 #include "test_support.h"
 
@@ -125,6 +128,60 @@ TEST(Matmul, RepeatedCallsGiveIdenticalResults) {
   matmul(w.view, x.data(), 4, c.data(), pool);
   EXPECT_EQ(a, c);
   for (int r = 0; r < 9; ++r) EXPECT_EQ(b[r], a[9 + r]);
+}
+
+// matmul_group gives each target matmul's bits: on every ISA and pool size,
+// for every type (GGUF and as a model loads it, packed where this CPU
+// repacks), with rows that do not fill a tile, and for a group it must split
+// (two types).
+TEST(Matmul, GroupGivesEachMatmulsBits) {
+  for (KernelIsa isa : isas_to_test()) {
+    ScopedIsa scoped(isa);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      for (DType t : kTypes) {
+        const int64_t cols = cols_for(t).back();
+        DequantWeight a = make_dequant_weight(t, 37, cols, 5);
+        DequantWeight b = make_dequant_weight(t, 16, cols, 6);
+        DequantWeight c = make_dequant_weight(t, 3, cols, 7);
+        std::unique_ptr<PackedWeight> pa = PackedWeight::pack(a.view);
+        std::unique_ptr<PackedWeight> pb = PackedWeight::pack(b.view);
+        std::unique_ptr<PackedWeight> pc = PackedWeight::pack(c.view);
+        const WeightView* loaded[] = {pa ? &pa->view() : &a.view, pb ? &pb->view() : &b.view,
+                                      pc ? &pc->view() : &c.view};
+        for (bool packed : {false, true}) {
+          const WeightView& wa = packed ? *loaded[0] : a.view;
+          const WeightView& wb = packed ? *loaded[1] : b.view;
+          const WeightView& wc = packed ? *loaded[2] : c.view;
+          for (int64_t n : {1, 5, 17}) {
+            const auto x = random_floats(n * cols, static_cast<uint32_t>(n + cols));
+            std::vector<float> ya(n * 37), yb(n * 16), yc(n * 3);
+            matmul(wa, x.data(), n, ya.data(), pool);
+            matmul(wb, x.data(), n, yb.data(), pool);
+            matmul(wc, x.data(), n, yc.data(), pool);
+            std::vector<float> ga(n * 37, NAN), gb(n * 16, NAN), gc(n * 3, NAN);
+            matmul_group({{&wa, ga.data()}, {&wb, gb.data()}, {&wc, gc.data()}}, x.data(), n, pool);
+            EXPECT_EQ(std::memcmp(ga.data(), ya.data(), ya.size() * sizeof(float)), 0)
+                << kernel_isa_name(isa) << " " << dtype_name(t) << " n=" << n;
+            EXPECT_EQ(std::memcmp(gb.data(), yb.data(), yb.size() * sizeof(float)), 0)
+                << kernel_isa_name(isa) << " " << dtype_name(t) << " n=" << n;
+            EXPECT_EQ(std::memcmp(gc.data(), yc.data(), yc.size() * sizeof(float)), 0)
+                << kernel_isa_name(isa) << " " << dtype_name(t) << " n=" << n;
+          }
+        }
+      }
+      // A group of two types (two activation encodings) runs as separate matmuls.
+      DequantWeight f = make_dequant_weight(DType::kF32, 5, 64, 8);
+      DequantWeight q = make_dequant_weight(DType::kQ8_0, 7, 64, 9);
+      const auto x = random_floats(3 * 64, 11);
+      std::vector<float> yf(15), yq(21), gf(15, NAN), gq(21, NAN);
+      matmul(f.view, x.data(), 3, yf.data(), pool);
+      matmul(q.view, x.data(), 3, yq.data(), pool);
+      matmul_group({{&f.view, gf.data()}, {&q.view, gq.data()}}, x.data(), 3, pool);
+      EXPECT_EQ(gf, yf);
+      EXPECT_EQ(gq, yq);
+    }
+  }
 }
 
 }  // namespace
