@@ -15,7 +15,10 @@
 # ratio to no speculation, the acceptance rate, tokens per request-step, the
 # gate's measured cost of a drafting step relative to a plain one, and
 # output tokens per CPU second of the process ("/cs": a figure a busy shared
-# machine distorts far less than wall time); then the load and the CPU.
+# machine distorts far less than wall time), and the ratio of decode tokens/s
+# (the bench's decode_tok_s: tokens of the steps that only decode over those
+# steps' time, i.e. without prefill, which speculation does not change); then
+# the load and the CPU.
 #
 #   bench/speculative_bench.sh [BUILD_DIR]
 #   env: MODEL=models/default.gguf THREADS=2 REPS=3 OUTPUT=96 K=4
@@ -77,7 +80,7 @@ one() {
     ${config:+--speculative-config "$config"} >> "$out"
 }
 
-summary() {  # FILE -> "median_tok_s acceptance tokens_per_step cost_ratio tok_per_cpu_s"
+summary() {  # FILE -> "median_tok_s acceptance tokens_per_step cost_ratio tok_per_cpu_s decode_tok_s"
   python3 - "$1" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -86,12 +89,14 @@ acc = statistics.median(r["spec_acceptance_rate"] for r in rows)
 tps = statistics.median(r["spec_tokens_per_step"] for r in rows)
 cost = statistics.median(r["spec_cost_ratio"] for r in rows)
 cpu = statistics.median(r["output_tok_per_cpu_s"] for r in rows)
-print(f"{med:.1f} {acc:.3f} {tps:.2f} {cost:.2f} {cpu:.1f}")
+dec = statistics.median(r["decode_tok_s"] for r in rows)
+print(f"{med:.1f} {acc:.3f} {tps:.2f} {cost:.2f} {cpu:.1f} {dec:.1f}")
 PY
 }
 
-printf '%-6s %3s | %11s | %11s %6s %6s %6s %5s | %11s %6s | %8s %8s %6s\n' workload C \
-  "plain tok/s" "gated tok/s" ratio accept tok/st cost "ungated" ratio "plain/cs" "gated/cs" ratio
+printf '%-6s %3s | %11s | %11s %6s %6s %6s %5s | %11s %6s | %8s %8s %6s | %6s\n' workload C \
+  "plain tok/s" "gated tok/s" ratio accept tok/st cost "ungated" ratio "plain/cs" "gated/cs" ratio \
+  decode
 for c in $CONCURRENCY; do
   for w in edit quote free; do
     : > "$work/plain"; : > "$work/gated"; : > "$work/ungated"
@@ -101,13 +106,13 @@ for c in $CONCURRENCY; do
       one "$w" "$c" "$gated" "$work/gated"
       one "$w" "$c" "$ungated" "$work/ungated"
     done
-    read -r base _ _ _ base_cpu < <(summary "$work/plain")
-    read -r spec acc tps cost spec_cpu < <(summary "$work/gated")
-    read -r raw _ _ _ _ < <(summary "$work/ungated")
-    printf '%-6s %3s | %11s | %11s %5.2fx %6s %6s %5s | %11s %5.2fx | %8s %8s %5.2fx\n' "$w" "$c" \
-      "$base" "$spec" "$(python3 -c "print($spec / $base)")" "$acc" "$tps" "$cost" "$raw" \
-      "$(python3 -c "print($raw / $base)")" "$base_cpu" "$spec_cpu" \
-      "$(python3 -c "print($spec_cpu / $base_cpu)")"
+    read -r base _ _ _ base_cpu base_dec < <(summary "$work/plain")
+    read -r spec acc tps cost spec_cpu spec_dec < <(summary "$work/gated")
+    read -r raw _ _ _ _ _ < <(summary "$work/ungated")
+    printf '%-6s %3s | %11s | %11s %5.2fx %6s %6s %5s | %11s %5.2fx | %8s %8s %5.2fx | %5.2fx\n' \
+      "$w" "$c" "$base" "$spec" "$(python3 -c "print($spec / $base)")" "$acc" "$tps" "$cost" \
+      "$raw" "$(python3 -c "print($raw / $base)")" "$base_cpu" "$spec_cpu" \
+      "$(python3 -c "print($spec_cpu / $base_cpu)")" "$(python3 -c "print($spec_dec / $base_dec)")"
   done
 done
 echo "model $MODEL, $THREADS threads, $gated, $OUTPUT output tokens, median of $REPS"

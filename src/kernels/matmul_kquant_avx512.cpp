@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
@@ -1109,6 +1110,7 @@ void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, 
   if (w.type != DType::kQ4_K && w.type != DType::kQ6_K) return;
   const bool is_q4_k = w.type == DType::kQ4_K;
   if (w.layout == WeightLayout::kTiled16) {
+    assert(row_begin % kRowTile == 0 && "kTiled16: rows start on a tile (split_rows)");
     if (n > kTiledFusedMaxTokens) {
       if (is_q4_k) {
         matmul_kind<KindQ4K, true>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
