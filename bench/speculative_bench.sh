@@ -72,9 +72,12 @@ gated="{\"method\": \"$METHOD\", \"num_speculative_tokens\": $K, $fields}"
 ungated="{\"method\": \"$METHOD\", \"num_speculative_tokens\": $K, $fields, \"gating\": \"off\"}"
 
 # one WORKLOAD CONCURRENCY CONFIG OUT: one run, its JSON line appended to OUT.
+# Batch 1 runs each of the 8 prompts once; C streams run 4 x C requests (the
+# prompts in turn), so a run lasts over a second and the machine's noise
+# weighs less.
 one() {
   local workload=$1 c=$2 config=$3 out=$4 n
-  n=$((c == 1 ? 8 : 2 * c))
+  n=$((c == 1 ? 8 : 4 * c))
   "$STRATA" bench throughput -m "$MODEL" --prompts "$work/$workload.jsonl" --num-prompts "$n" \
     --max-concurrency "$c" --output-len "$OUTPUT" -t "$THREADS" --json \
     ${config:+--speculative-config "$config"} >> "$out"
