@@ -268,50 +268,71 @@ void pack_q4_k(const RowTile& rt, int64_t b, PackedQ4K* p) {
 
 namespace {
 
+// Adds pair c of sub-blocks (64 elements) of a super-block to T tokens'
+// sums: weights(g, &wl, &wh) gives group g's low- and high-nibble vectors
+// (q[16c + g] and q[16c + 8 + g]), sc_lo / sc_hi the pair's scales, scale[t]
+// token t's d_w * d_x. Integer partial sums per sub-block: with few tokens,
+// P chains each (the groups g with g % P == i), so the vpdpbusd latency is
+// not the bound; integer sums are exact, so their order does not change a bit.
+template <int T, class Weights>
+[[gnu::always_inline]] inline void q4_k_pair(int c, const Weights& weights, __m512i sc_lo,
+                                             __m512i sc_hi, const __m512* scale,
+                                             const uint8_t* const* xb, __m512* acc) {
+  const __m512i zero = _mm512_setzero_si512();
+  constexpr int P = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
+  __m512i lo[P][T], hi[P][T];
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i)
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) lo[i][t] = hi[i][t] = zero;
+#pragma GCC unroll 8
+  for (int g = 0; g < 8; ++g) {
+    const int il = 16 * c + g, ih = 16 * c + 8 + g;
+    __m512i wl, wh;
+    weights(g, &wl, &wh);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      lo[g % P][t] = _mm512_dpbusd_epi32(lo[g % P][t], wl, bcast32(xb[t] + kXQs + 4 * il));
+      hi[g % P][t] = _mm512_dpbusd_epi32(hi[g % P][t], wh, bcast32(xb[t] + kXQs + 4 * ih));
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 1; i < P; ++i)
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      lo[0][t] = _mm512_add_epi32(lo[0][t], lo[i][t]);
+      hi[0][t] = _mm512_add_epi32(hi[0][t], hi[i][t]);
+    }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    const __m512i s =
+        _mm512_add_epi32(_mm512_mullo_epi32(lo[0][t], sc_lo), _mm512_mullo_epi32(hi[0][t], sc_hi));
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale[t], acc[t]);
+  }
+}
+
+// Token t's d_w * d_x for T tokens.
+template <int T>
+[[gnu::always_inline]] inline void q4_k_scales(__m512 d, const uint8_t* const* xb, __m512* scale) {
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    scale[t] = _mm512_mul_ps(d, _mm512_set1_ps(reinterpret_cast<const BlockQ8_K*>(xb[t])->d));
+  }
+}
+
 // Adds super-block p (activation blocks xb[t]) to T tokens' sums.
 template <int T>
 [[gnu::always_inline]] inline void q4_k_sums(const PackedQ4K& p, const uint8_t* const* xb,
                                              __m512* acc) {
-  const __m512i zero = _mm512_setzero_si512();
   __m512 scale[T];
-#pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) {
-    scale[t] = _mm512_mul_ps(p.d, _mm512_set1_ps(reinterpret_cast<const BlockQ8_K*>(xb[t])->d));
-  }
-  // Integer partial sums per sub-block: with few tokens, P chains each (the
-  // groups g with g % P == i), so the vpdpbusd latency is not the bound.
-  // Integer sums are exact, so their order does not change a bit.
-  constexpr int P = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
+  q4_k_scales<T>(p.d, xb, scale);
 #pragma GCC unroll 1
   for (int c = 0; c < 4; ++c) {
-    __m512i lo[P][T], hi[P][T];
-#pragma GCC unroll 4
-    for (int i = 0; i < P; ++i)
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) lo[i][t] = hi[i][t] = zero;
-#pragma GCC unroll 8
-    for (int g = 0; g < 8; ++g) {
-      const int il = 16 * c + g, ih = 16 * c + 8 + g;
-      const __m512i wl = p.q[il], wh = p.q[ih];
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        lo[g % P][t] = _mm512_dpbusd_epi32(lo[g % P][t], wl, bcast32(xb[t] + kXQs + 4 * il));
-        hi[g % P][t] = _mm512_dpbusd_epi32(hi[g % P][t], wh, bcast32(xb[t] + kXQs + 4 * ih));
-      }
-    }
-#pragma GCC unroll 4
-    for (int i = 1; i < P; ++i)
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        lo[0][t] = _mm512_add_epi32(lo[0][t], lo[i][t]);
-        hi[0][t] = _mm512_add_epi32(hi[0][t], hi[i][t]);
-      }
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m512i s = _mm512_add_epi32(_mm512_mullo_epi32(lo[0][t], p.sc[2 * c]),
-                                         _mm512_mullo_epi32(hi[0][t], p.sc[2 * c + 1]));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale[t], acc[t]);
-    }
+    const auto weights = [&](int g, __m512i* wl, __m512i* wh) {
+      *wl = p.q[16 * c + g];
+      *wh = p.q[16 * c + 8 + g];
+    };
+    q4_k_pair<T>(c, weights, p.sc[2 * c], p.sc[2 * c + 1], scale, xb, acc);
   }
 }
 
@@ -342,12 +363,10 @@ template <int T>
 template <int T>
 void q4_k_tiled_tokens(const uint8_t* tile, int64_t nb, const uint8_t* data_end,
                        const uint8_t* const* x, float* out) {
-  const __m512i zero = _mm512_setzero_si512();
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 sum[T], min[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) sum[t] = min[t] = _mm512_setzero_ps();
-  constexpr int P = T >= 4 ? 1 : (T >= 2 ? 2 : 4);
   PackedQ4K hdr;  // header fields only (sc, mm, d, dmin)
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* src = tile + static_cast<size_t>(b) * kQ4KTiledBlockBytes;
@@ -367,41 +386,17 @@ void q4_k_tiled_tokens(const uint8_t* tile, int64_t nb, const uint8_t* data_end,
     const uint8_t* xb[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) xb[t] = x[t] + static_cast<size_t>(b) * sizeof(BlockQ8_K);
+    __m512 scale[T];
+    q4_k_scales<T>(hdr.d, xb, scale);
 #pragma GCC unroll 1
     for (int c = 0; c < 4; ++c) {
-      __m512i lo[P][T], hi[P][T];
-#pragma GCC unroll 4
-      for (int i = 0; i < P; ++i)
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) lo[i][t] = hi[i][t] = zero;
-#pragma GCC unroll 8
-      for (int g = 0; g < 8; ++g) {
-        const int il = 16 * c + g, ih = 16 * c + 8 + g;
+      const auto weights = [&](int g, __m512i* wl, __m512i* wh) {
         if (ahead != nullptr) _mm_prefetch(ahead + 64 * (4 + 8 * c + g), _MM_HINT_T0);
         const __m512i r = _mm512_load_si512(src + 64 * (4 + 8 * c + g));
-        const __m512i wl = _mm512_and_si512(r, low4);
-        const __m512i wh = _mm512_and_si512(_mm512_srli_epi32(r, 4), low4);
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) {
-          lo[g % P][t] = _mm512_dpbusd_epi32(lo[g % P][t], wl, bcast32(xb[t] + kXQs + 4 * il));
-          hi[g % P][t] = _mm512_dpbusd_epi32(hi[g % P][t], wh, bcast32(xb[t] + kXQs + 4 * ih));
-        }
-      }
-#pragma GCC unroll 4
-      for (int i = 1; i < P; ++i)
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) {
-          lo[0][t] = _mm512_add_epi32(lo[0][t], lo[i][t]);
-          hi[0][t] = _mm512_add_epi32(hi[0][t], hi[i][t]);
-        }
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const __m512 scale =
-            _mm512_mul_ps(hdr.d, _mm512_set1_ps(reinterpret_cast<const BlockQ8_K*>(xb[t])->d));
-        const __m512i s = _mm512_add_epi32(_mm512_mullo_epi32(lo[0][t], hdr.sc[2 * c]),
-                                           _mm512_mullo_epi32(hi[0][t], hdr.sc[2 * c + 1]));
-        sum[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, sum[t]);
-      }
+        *wl = _mm512_and_si512(r, low4);
+        *wh = _mm512_and_si512(_mm512_srli_epi32(r, 4), low4);
+      };
+      q4_k_pair<T>(c, weights, hdr.sc[2 * c], hdr.sc[2 * c + 1], scale, xb, sum);
     }
     q4_k_mins<T>(hdr, xb, min);
   }

@@ -3,8 +3,9 @@
 // and for Q4_K/Q6_K on those without a usable AMX unit),
 // built once when a model loads, so the kernel streams one sequential run
 // per 16-row tile and never transposes at run time. Same size as the GGUF
-// bytes (plus at most 63 bytes per tile) and the same results bit for bit:
-// only the order of the bytes changes, not the arithmetic.
+// bytes (plus at most 63 bytes per tile; Q6_K 32 bytes per super-block of a
+// tile, 1%) and the same results bit for bit: only the order of the bytes
+// changes, not the arithmetic.
 //
 // Ownership: owns its 64-byte aligned buffer; view() points into it and is
 // valid while the PackedWeight lives. Immutable after pack(); safe to read
