@@ -14,14 +14,6 @@ namespace {
 // back them (fewer TLB misses while a decode step streams every weight).
 constexpr size_t kHugePage = size_t{2} << 20;
 
-}  // namespace
-
-void PackedWeight::FreeBytes::operator()(uint8_t* p) const {
-  std::free(p);
-}
-
-namespace {
-
 // Q4_K/Q6_K are packed where only the VNNI kernel runs them: the AMX kernel reads
 // the GGUF layout (per shape and n it may take any K-quant matmul).
 bool is_tiled_kquant(DType type) {
@@ -29,6 +21,10 @@ bool is_tiled_kquant(DType type) {
 }
 
 }  // namespace
+
+void PackedWeight::FreeBytes::operator()(uint8_t* p) const {
+  std::free(p);
+}
 
 bool PackedWeight::is_packable(DType type) {
   return kernel_isa() == KernelIsa::kAvx512Vnni &&
