@@ -101,6 +101,7 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const ModelWeights& weigh
   if (c.drafter_) {
     c.scheduler_->set_drafter(c.drafter_.get());
     c.gate_ = std::make_unique<SpeculationGate>(spec.num_speculative_tokens, spec.cost_gating);
+    c.scheduler_->set_draft_selector(c.gate_.get());
   }
   if (connector == nullptr && options.kv_tiers.enabled()) {
     STRATA_ASSIGN_OR_RETURN(
@@ -256,9 +257,11 @@ StepStats EngineCore::finish_step(const StepPlan& plan, const ExecutedStep& exec
   if (connector_) save_kv(plan, executed);
   const StepOutput output = scheduler_->update(plan, executed.result);
   int64_t num_drafting = 0;
+  int64_t num_rejections = 0;
   for (const RequestUpdate& u : output.updates) {
     if (u.num_draft_tokens == 0) continue;
     ++num_drafting;
+    if (u.num_accepted_drafts < u.num_draft_tokens) ++num_rejections;
     stats.num_draft_tokens += u.num_draft_tokens;
     stats.num_accepted_drafts += u.num_accepted_drafts;
   }
@@ -274,7 +277,7 @@ StepStats EngineCore::finish_step(const StepPlan& plan, const ExecutedStep& exec
   stats.seconds = static_cast<double>(clock_->now_ns() - t0) * 1e-9;
   if (gate_) {
     gate_->observe({stats.num_sampled, stats.num_draft_tokens, stats.num_accepted_drafts,
-                    stats.seconds, stats.num_prefill_tokens == 0});
+                    num_rejections, stats.seconds, stats.num_prefill_tokens == 0});
   }
   if (metrics_ != nullptr) {
     metrics_->observe_step(stats.num_prefill_tokens, stats.num_sampled + stats.num_accepted_drafts,

@@ -11,10 +11,11 @@
 // save KV to the connector -> scheduler update -> events.
 //
 // Speculative decoding (options.speculative): the drafter it names is the
-// scheduler's; before each schedule() the SpeculationGate says how many
-// drafts decoding requests may get, from the measured cost of drafting
-// steps against plain ones, and each step's accepted drafts and (for
-// decode-only steps) its wall time are fed back to it.
+// scheduler's; the SpeculationGate says, inside each schedule(), how many
+// of each request's proposed drafts the step verifies, from the measured
+// cost of steps of each size and each request's acceptance, and each
+// step's accepted drafts and (for decode-only steps) its wall time are fed
+// back to it.
 //
 // Pipeline micro-batches (rank 0 of a model-parallel group with P > 1
 // stages: StepExecutor::can_pipeline()): step() keeps up to P plans in

@@ -431,9 +431,9 @@ std::string Metrics::to_prometheus_text(std::string_view model_name) const {
             "Tokens per request per decode step (1 + accepted drafts).",
             s.spec_decode_tokens_per_step);
     w.gauge("spec_decode_cost_ratio",
-            "Measured seconds of a drafting step over a plain decode step (latest batch size).",
+            "Estimated seconds of the latest drafting step over a plain step of its batch.",
             s.spec_decode_cost_ratio);
-    w.gauge("spec_decode_drafting", "1 while the cost gate lets requests draft.",
+    w.gauge("spec_decode_drafting", "1 when the latest decode step verified drafts.",
             s.spec_decode_is_drafting ? 1.0 : 0.0);
   }
   struct TierCounter {

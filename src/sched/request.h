@@ -22,6 +22,7 @@
 
 #include "kv/block_hash.h"
 #include "sampler/sampler.h"
+#include "spec/draft_selector.h"
 
 namespace strata {
 
@@ -97,6 +98,12 @@ struct Request {
   // has not come back (Scheduler::schedule_micro_batch); it is neither
   // scheduled nor preempted until update() consumes that plan.
   bool is_in_flight = false;
+  // Speculative decoding: how its drafts fared, for the draft selector,
+  // and a proposal the selector dropped, checked against the tokens that
+  // follow (`shadow_matched` of them so far) and then added to the record.
+  AcceptanceRecord draft_record;
+  std::vector<int32_t> shadow_drafts;
+  int32_t shadow_matched = 0;
 
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

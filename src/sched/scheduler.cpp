@@ -218,6 +218,52 @@ std::vector<int32_t> Scheduler::propose_drafts(Request* r, StepState& st) {
   return drafts;
 }
 
+void Scheduler::select_drafts(StepState& st) {
+  if (draft_selector_ == nullptr) return;
+  draft_candidates_.clear();
+  for (const Grant& g : st.grants) {
+    if (g.drafts.empty()) continue;
+    DraftCandidate c;
+    c.request_id = g.request->spec.id;
+    c.num_proposed = static_cast<int32_t>(g.drafts.size());
+    c.record = g.request->draft_record;
+    draft_candidates_.push_back(c);
+  }
+  if (draft_candidates_.empty()) return;
+  // Every grant so far is a decode (prompts come after).
+  draft_selector_->select(static_cast<int32_t>(st.grants.size()), draft_candidates_);
+  size_t next = 0;
+  for (Grant& g : st.grants) {
+    if (g.drafts.empty()) continue;
+    const DraftCandidate& c = draft_candidates_[next++];
+    const auto keep = static_cast<size_t>(std::clamp(c.num_selected, 0, c.num_proposed));
+    Request& r = *g.request;
+    if (keep > 0) {
+      // Verified drafts are what the record learns from now; a shadow
+      // under way counts what it has matched so far (no rejection seen).
+      if (!r.shadow_drafts.empty()) r.draft_record.add(r.shadow_matched, r.shadow_matched);
+      r.shadow_drafts.clear();
+    } else if (r.shadow_drafts.empty()) {
+      r.shadow_drafts = g.drafts;
+      r.shadow_matched = 0;
+    }
+    st.budget_tokens += static_cast<int64_t>(g.drafts.size() - keep);
+    g.drafts.resize(keep);
+  }
+}
+
+void Scheduler::advance_shadow(Request* r, std::span<const int32_t> appended) {
+  for (int32_t token : appended) {
+    if (r->shadow_drafts.empty()) return;
+    const auto size = static_cast<int32_t>(r->shadow_drafts.size());
+    if (r->shadow_drafts[static_cast<size_t>(r->shadow_matched)] == token) {
+      if (++r->shadow_matched < size) continue;
+    }
+    r->draft_record.add(size, r->shadow_matched);
+    r->shadow_drafts.clear();
+  }
+}
+
 Request* Scheduler::preemption_victim() const {
   for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
     if (!(*it)->is_in_flight) return *it;
@@ -288,6 +334,9 @@ StepPlan Scheduler::build_plan(int32_t max_drafts, int32_t max_requests, bool ma
   // running_, which is never before index i.
   for (int pass = 0; pass < 2; ++pass) {
     const bool want_prefill = pass == 1;
+    // The decodes are granted: keep the drafts that pay before prompts
+    // take what is left of the budget.
+    if (want_prefill) select_drafts(st);
     if (want_prefill && options_.max_prefill_tokens > 0 && !st.grants.empty()) {
       st.prefill_budget = static_cast<double>(options_.max_prefill_tokens);  // decodes run
     }
@@ -381,7 +430,9 @@ StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
       u.finish_reason = FinishReason::kError;
     } else if (s.num_draft_tokens > 0) {
       apply_verified(s, *tok->second, r, &u);
+      r->draft_record.observe(u.num_draft_tokens, u.num_accepted_drafts);
     } else {
+      const int64_t num_before = r->num_tokens();
       r->num_computed_tokens += s.num_new_tokens;
       kv_->commit_computed(r->spec.id, r->tokens, r->block_hashes, r->num_computed_tokens);
       if (s.is_sampling) {
@@ -412,6 +463,11 @@ StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
         }
         if (u.finish_reason == FinishReason::kNone && st.ends_request) {
           u.finish_reason = FinishReason::kStop;
+        }
+        if (!s.is_prefill) {
+          r->draft_record.decay();
+          advance_shadow(
+              r, std::span<const int32_t>(r->tokens).subspan(static_cast<size_t>(num_before)));
         }
       }
     }

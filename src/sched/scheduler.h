@@ -53,6 +53,7 @@
 #include "sched/request.h"
 #include "sched/scheduler_options.h"
 #include "sched/step_plan.h"
+#include "spec/draft_selector.h"
 #include "spec/drafter.h"
 #include "util/status.h"
 
@@ -107,6 +108,9 @@ class Scheduler {
 
   // Speculative decoding's drafter (borrowed, outlives this; null: none).
   void set_drafter(Drafter* drafter) { drafter_ = drafter; }
+  // Decides how many of each request's proposed drafts a step verifies
+  // (borrowed; null: all of them).
+  void set_draft_selector(DraftSelector* selector) { draft_selector_ = selector; }
 
   // A live (waiting or running) request, or nullptr.
   const Request* find(RequestId id) const;
@@ -159,6 +163,11 @@ class Scheduler {
   // Draft tokens for decoding request `r` (its decode token already
   // granted and allocated), their KV allocated; empty when none fit.
   std::vector<int32_t> propose_drafts(Request* r, StepState& st);
+  // Trims the decodes' drafts to what the draft selector keeps; a request
+  // that keeps none and has no shadow under way shadows its proposal.
+  void select_drafts(StepState& st);
+  // Checks `appended` (tokens the request just got) against its shadow.
+  static void advance_shadow(Request* r, std::span<const int32_t> appended);
   void preempt(Request* victim, StepState& st);
   // update() for a request that verified drafts: appends the accepted ones
   // and the token drawn after them, counts their K/V as computed.
@@ -170,6 +179,8 @@ class Scheduler {
   KvCacheManager* kv_;
   const Clock* clock_;
   Drafter* drafter_ = nullptr;
+  DraftSelector* draft_selector_ = nullptr;
+  std::vector<DraftCandidate> draft_candidates_;  // scratch
   std::vector<int32_t> draft_scratch_;
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;  // live requests
   std::vector<Request*> running_;                                     // policy order

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "harness.h"
@@ -476,6 +477,126 @@ TEST(SchedulerTest, StatsCountRunningWaitingAndPrefixTokens) {
   EXPECT_EQ(s.prefix_hit_tokens, 8);
   EXPECT_EQ(s.num_steps, 2);
   EXPECT_DOUBLE_EQ(s.kv_usage, 0.0);
+}
+
+// A drafter that proposes as many 7s as allowed, and a selector that keeps
+// a fixed number of each request's proposals.
+struct SevensDrafter : Drafter {
+  void propose(uint64_t, std::span<const int32_t>, int64_t, int32_t max_drafts,
+               std::vector<int32_t>* out) override {
+    out->insert(out->end(), static_cast<size_t>(max_drafts), 7);
+  }
+};
+struct KeepSome : DraftSelector {
+  int32_t keep = 1;
+  int32_t num_decoding = -1;
+  std::vector<DraftCandidate> seen;
+  void select(int32_t decoding, std::span<DraftCandidate> candidates) override {
+    num_decoding = decoding;
+    seen.assign(candidates.begin(), candidates.end());
+    for (DraftCandidate& c : candidates) c.num_selected = std::min(keep, c.num_proposed);
+  }
+};
+
+TEST(SchedulerTest, TheDraftSelectorTrimsProposalsAndPromptsGetTheRest) {
+  Harness h(64, 4, opts(12));
+  SevensDrafter drafter;
+  KeepSome selector;
+  h.sched.set_drafter(&drafter);
+  h.sched.set_draft_selector(&selector);
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 4, 20)).is_ok());
+  ASSERT_TRUE(h.sched.add_request(make_spec(2, 4, 20)).is_ok());
+  StepPlan p = h.sched.schedule(4);  // both prompts
+  h.sched.update(p, h.runner.run(p));
+  EXPECT_EQ(selector.num_decoding, -1);  // nothing proposed, nothing asked
+  ASSERT_TRUE(h.sched.add_request(make_spec(3, 30, 5)).is_ok());
+  p = h.sched.schedule(4);
+  // Two decodes proposed 4 drafts each and keep 1; the prompt gets the
+  // budget the other 6 gave back: 12 - 2 x 2.
+  EXPECT_EQ(selector.num_decoding, 2);
+  ASSERT_EQ(selector.seen.size(), 2u);
+  EXPECT_EQ(selector.seen[0].request_id, 1u);
+  EXPECT_EQ(selector.seen[0].num_proposed, 4);
+  ASSERT_EQ(p.requests.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(p.requests[i].num_draft_tokens, 1);
+    EXPECT_EQ(p.requests[i].num_new_tokens, 2);
+    EXPECT_EQ(p.requests[i].new_token_ids.back(), 7);
+  }
+  EXPECT_EQ(p.requests[2].request_id, 3u);
+  EXPECT_EQ(p.requests[2].num_new_tokens, 8);
+  EXPECT_EQ(p.num_scheduled_tokens, 12);
+  h.sched.update(p, h.runner.run(p));
+  // The fake runner accepts no draft: one rejection in each record, which
+  // the next selection sees.
+  EXPECT_DOUBLE_EQ(h.sched.find(1)->draft_record.rejected, 1.0);
+  EXPECT_DOUBLE_EQ(h.sched.find(1)->draft_record.accepted, 0.0);
+  selector.keep = 0;
+  p = h.sched.schedule(4);
+  EXPECT_DOUBLE_EQ(selector.seen[0].record.rejected, 1.0);
+  EXPECT_EQ(p.requests[0].num_draft_tokens, 0);
+  EXPECT_EQ(p.requests[0].num_new_tokens, 1);
+  // The dropped proposal became the request's shadow: the next token is
+  // not a 7, so it counts as a rejection, after the step's decay.
+  EXPECT_EQ(p.requests[0].new_token_ids.size(), 1u);
+  h.sched.update(p, h.runner.run(p));
+  EXPECT_DOUBLE_EQ(h.sched.find(1)->draft_record.rejected, AcceptanceRecord::kDecay + 1.0);
+  EXPECT_TRUE(h.sched.find(1)->shadow_drafts.empty());
+}
+
+// Proposes the fake model's true continuation, with its `wrong_at`-th
+// token (if any) replaced.
+struct OracleDrafter : Drafter {
+  int32_t wrong_at = -1;
+  void propose(uint64_t, std::span<const int32_t> tokens, int64_t, int32_t max_drafts,
+               std::vector<int32_t>* out) override {
+    std::vector<int32_t> next = testing::reference_output(tokens, max_drafts);
+    if (wrong_at >= 0 && wrong_at < max_drafts) next[static_cast<size_t>(wrong_at)] ^= 1;
+    out->insert(out->end(), next.begin(), next.end());
+  }
+};
+
+TEST(SchedulerTest, DroppedProposalsAreCheckedAgainstTheTokensThatFollow) {
+  Harness h(64, 4, opts(64));
+  OracleDrafter drafter;
+  KeepSome selector;
+  selector.keep = 0;  // nothing is verified: the record learns from shadows
+  h.sched.set_drafter(&drafter);
+  h.sched.set_draft_selector(&selector);
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 4, 80)).is_ok());
+  auto step = [&] {
+    StepPlan p = h.sched.schedule(3);
+    for (const ScheduledRequest& r : p.requests) EXPECT_EQ(r.num_draft_tokens, 0);
+    h.sched.update(p, h.runner.run(p));
+  };
+  step();  // the prompt
+  // Right proposals: a shadow of 3 matches over 3 steps, then the next.
+  for (int i = 0; i < 9; ++i) step();
+  const AcceptanceRecord right = h.sched.find(1)->draft_record;
+  EXPECT_DOUBLE_EQ(right.rejected, 0.0);
+  const double d = AcceptanceRecord::kDecay;
+  // Three shadows resolved, at steps 3, 6 and 9 of the nine.
+  EXPECT_NEAR(right.accepted, 3 * (d * d * d * d * d * d + d * d * d + 1.0), 1e-12);
+  // The second proposal wrong: each shadow matches one token, then fails.
+  drafter.wrong_at = 1;
+  for (int i = 0; i < 40; ++i) step();
+  const AcceptanceRecord half = h.sched.find(1)->draft_record;
+  EXPECT_GT(half.rejected, 5.0);
+  // As many matches as rejections since, besides the faded earlier ones.
+  EXPECT_NEAR(half.accepted - right.accepted * std::pow(d, 40), half.rejected, 1e-9);
+  // A request that then verifies drafts counts the shadow under way's
+  // matches and stops shadowing.
+  drafter.wrong_at = -1;
+  selector.keep = 3;
+  StepPlan p = h.sched.schedule(3);
+  EXPECT_EQ(p.requests[0].num_draft_tokens, 3);
+  EXPECT_TRUE(h.sched.find(1)->shadow_drafts.empty());
+  h.sched.update(p, h.runner.run(p));
+  for (int i = 0; i < 100 && h.sched.has_unfinished_requests(); ++i) {
+    p = h.sched.schedule(3);
+    h.sched.update(p, h.runner.run(p));
+  }
+  EXPECT_FALSE(h.sched.has_unfinished_requests());
 }
 
 }  // namespace

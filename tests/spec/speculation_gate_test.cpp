@@ -2,84 +2,209 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <random>
+#include <utility>
+#include <vector>
+
 namespace strata {
 namespace {
 
-// Runs `steps` decode steps of `batch` requests against a made-up machine:
-// a plain step takes 1 s, a drafting step `draft_cost` s and yields
-// `accepted` accepted drafts per request. Returns how many steps drafted.
-int run(SpeculationGate& gate, int steps, int32_t batch, double draft_cost, int32_t accepted) {
-  int drafted = 0;
-  for (int i = 0; i < steps; ++i) {
-    const int32_t k = gate.drafts_for_step(batch);
-    if (k > 0) {
-      ++drafted;
-      gate.observe({batch, int64_t{batch} * k, int64_t{batch} * accepted, draft_cost});
-    } else {
-      gate.observe({batch, 0, 0, 1.0});
+// A made-up machine and workload: a decode-only step of n tokens takes
+// cost(n) seconds; request i's drafts are each accepted with probability
+// alpha[i] (in order: the first rejection ends them); every request is
+// proposed `k` drafts a step (when the gate allows any). A request whose
+// proposal was dropped learns from it as the scheduler's shadow does (here
+// at once, not over the next steps).
+struct Sim {
+  Sim(std::function<double(int32_t)> cost_of, std::vector<double> alphas, int32_t drafts)
+      : cost(std::move(cost_of)), alpha(std::move(alphas)), k(drafts) {}
+  std::function<double(int32_t)> cost;
+  std::vector<double> alpha;
+  int32_t k;
+  std::mt19937 rng{7};
+  std::vector<AcceptanceRecord> records;
+
+  struct Totals {
+    int64_t steps = 0;
+    int64_t drafting_steps = 0;
+    int64_t draft_tokens = 0;
+    double tokens = 0.0;
+    double seconds = 0.0;
+    std::vector<int64_t> drafts_of;  // per request
+    double tokens_per_second() const { return tokens / seconds; }
+  };
+
+  Totals run(SpeculationGate& gate, int steps) {
+    const auto batch = static_cast<int32_t>(alpha.size());
+    records.resize(alpha.size());
+    Totals t;
+    t.drafts_of.assign(alpha.size(), 0);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    for (int s = 0; s < steps; ++s) {
+      const int32_t max_drafts = gate.drafts_for_step(batch);
+      std::vector<DraftCandidate> candidates;
+      if (max_drafts > 0) {
+        for (int32_t i = 0; i < batch; ++i) {
+          DraftCandidate c;
+          c.request_id = static_cast<uint64_t>(i);
+          c.num_proposed = std::min(k, max_drafts);
+          c.record = records[static_cast<size_t>(i)];
+          candidates.push_back(c);
+        }
+        gate.select(batch, candidates);
+      }
+      GateObservation o;
+      o.num_decoding = batch;
+      for (int32_t i = 0; i < batch; ++i) {
+        const int32_t drafts =
+            candidates.empty() ? 0 : candidates[static_cast<size_t>(i)].num_selected;
+        const int32_t proposed = candidates.empty() ? 0 : k;
+        int32_t accepted = 0;
+        while (accepted < proposed && u(rng) < alpha[static_cast<size_t>(i)]) ++accepted;
+        AcceptanceRecord& record = records[static_cast<size_t>(i)];
+        if (drafts > 0) {
+          accepted = std::min(accepted, drafts);
+          record.observe(drafts, accepted);
+        } else {
+          record.decay();
+          if (proposed > 0) record.add(proposed, accepted);  // the shadow
+          accepted = 0;
+        }
+        o.num_draft_tokens += drafts;
+        o.num_accepted += accepted;
+        o.num_rejections += accepted < drafts ? 1 : 0;
+        t.drafts_of[static_cast<size_t>(i)] += drafts;
+      }
+      o.seconds = cost(batch + static_cast<int32_t>(o.num_draft_tokens));
+      gate.observe(o);
+      ++t.steps;
+      t.drafting_steps += o.num_draft_tokens > 0 ? 1 : 0;
+      t.draft_tokens += o.num_draft_tokens;
+      t.tokens += static_cast<double>(batch + o.num_accepted);
+      t.seconds += o.seconds;
     }
+    return t;
   }
-  return drafted;
+};
+
+// Plain decoding on the same machine: tokens per second.
+double plain_rate(const Sim& sim) {
+  const auto batch = static_cast<int32_t>(sim.alpha.size());
+  return batch / sim.cost(batch);
 }
 
-TEST(SpeculationGate, DraftsWhenTheYieldPaysForTheCost) {
-  SpeculationGate gate(4, true);
-  // 2 accepted per request: 3 tokens per step for 1.5x the time.
-  const int drafted = run(gate, 200, 1, 1.5, 2);
-  EXPECT_GT(drafted, 180);
+TEST(SpeculationGate, VerifiesLongDraftsWhenATokenMoreCostsLittle) {
+  // Batch 1, bandwidth-bound: 9 tokens cost 1.16x one.
+  Sim sim([](int32_t n) { return 1.0 + 0.02 * (n - 1); }, {0.85}, 8);
+  SpeculationGate gate(8, true);
+  const Sim::Totals t = sim.run(gate, 400);
+  EXPECT_GE(t.drafting_steps, 395);
+  EXPECT_GT(static_cast<double>(t.draft_tokens) / t.drafting_steps, 7.5);
+  // (1 - 0.85^9) / 0.15 = 5.1 tokens a step for 1.16x.
+  EXPECT_GT(t.tokens_per_second() / plain_rate(sim), 3.5);
   EXPECT_TRUE(gate.stats().is_drafting);
-  EXPECT_NEAR(gate.stats().cost_ratio, 1.5, 1e-9);
-  EXPECT_NEAR(gate.stats().draft_yield, 3.0, 1e-9);
-  EXPECT_NEAR(gate.stats().acceptance_rate(), 0.5, 1e-9);
+  EXPECT_NEAR(gate.stats().cost_ratio, 1.16, 1e-9);  // 9 tokens against 1
+  // Accepted over verified: 0.85 (1 - 0.85^8) / 0.15 of 8.
+  EXPECT_NEAR(gate.stats().acceptance_rate(), 0.515, 0.03);
 }
 
-TEST(SpeculationGate, StopsWhenItDoesNotPayAndProbesRarely) {
+TEST(SpeculationGate, TriesThenNeverDraftsWhereEveryTokenCostsAlike) {
+  // A compute-bound batch: a step's cost is proportional to its tokens, so
+  // no draft can pay, however likely.
+  Sim sim([](int32_t n) { return 0.01 * n; }, std::vector<double>(16, 0.9), 4);
   SpeculationGate gate(4, true);
-  // 0.3 accepted per request on average would be 1.3 tokens for 1.5x the
-  // time; here nothing is accepted at all.
-  const int drafted = run(gate, 400, 8, 1.5, 0);
-  EXPECT_FALSE(gate.stats().is_drafting);
-  // Warm-up (2) plus probes backing off from every 16 steps.
-  EXPECT_LE(drafted, 12);
-  EXPECT_GE(drafted, 2);
-}
-
-TEST(SpeculationGate, AClearLossEndsTheWarmUpAtOnce) {
-  SpeculationGate gate(4, true);
-  // A compute-bound batch: drafting costs 5x and yields nothing.
-  const int drafted = run(gate, 100, 16, 5.0, 0);
-  // One warm-up step, then single-step probes (every 32, then 64 steps).
-  EXPECT_LE(drafted, 3);
-  EXPECT_GE(drafted, 1);
+  const Sim::Totals t = sim.run(gate, 600);
+  // The steps that measured a drafting size, no more.
+  EXPECT_EQ(t.drafting_steps, StepCostModel::kMinSamples);
+  EXPECT_GE(t.tokens_per_second() / plain_rate(sim), 0.99);
   EXPECT_FALSE(gate.stats().is_drafting);
 }
 
-TEST(SpeculationGate, BatchSizesAreMeasuredApart) {
-  SpeculationGate gate(3, true);
-  run(gate, 100, 1, 1.2, 2);   // pays at batch 1
-  run(gate, 100, 16, 3.5, 2);  // a compute-bound batch: it does not
-  EXPECT_EQ(gate.drafts_for_step(16), 0);
-  EXPECT_EQ(gate.drafts_for_step(1), 3);
+TEST(SpeculationGate, KeepsOnlyTheDraftsLikelyToPayAtALargeBatch) {
+  // 16 requests; an extra token costs 4% of a plain step; half the
+  // requests copy text (drafts accepted 95%), half do not (5%).
+  std::vector<double> alpha;
+  for (int i = 0; i < 16; ++i) alpha.push_back(i % 2 == 0 ? 0.95 : 0.05);
+  Sim sim([](int32_t n) { return 1.0 + 0.04 * n; }, alpha, 4);
+  SpeculationGate gate(4, true);
+  sim.run(gate, 100);  // learn
+  const Sim::Totals t = sim.run(gate, 400);
+  int64_t likely = 0, unlikely = 0;
+  for (size_t i = 0; i < alpha.size(); ++i) (i % 2 == 0 ? likely : unlikely) += t.drafts_of[i];
+  EXPECT_GT(likely, 8 * 400 * 3);  // most steps draft 3-4 for each copying request
+  EXPECT_LT(unlikely, likely / 20);
+  EXPECT_GT(t.tokens_per_second() / plain_rate(sim), 1.4);
 }
 
-TEST(SpeculationGate, NotesAChangeOfWorkload) {
+TEST(SpeculationGate, StopsWhenDraftsAreRejectedAndTriesAgainLater) {
+  Sim sim([](int32_t n) { return 1.0 + 0.1 * (n - 1); }, {0.0}, 4);
   SpeculationGate gate(4, true);
-  run(gate, 100, 1, 1.5, 0);
-  EXPECT_EQ(gate.drafts_for_step(1), 0);
-  // Drafts start being accepted: a probe sees it and the gate turns on.
-  run(gate, 200, 1, 1.5, 3);
+  const Sim::Totals off = sim.run(gate, 1000);
+  // Tries, learns, and from then on drafts only when the faded record says
+  // it might pay again: a few steps in a thousand.
+  EXPECT_LE(off.drafting_steps, 30);
+  EXPECT_GE(off.tokens_per_second() / plain_rate(sim), 0.97);
+  // The request starts copying: a later try sees it and drafting resumes.
+  sim.alpha = {0.9};
+  const Sim::Totals on = sim.run(gate, 600);
+  EXPECT_GT(on.drafting_steps, 400);
   EXPECT_TRUE(gate.stats().is_drafting);
 }
 
-TEST(SpeculationGate, OffMeansAlwaysDraft) {
+TEST(SpeculationGate, MeasuresAPlainStepOfEachSizeAndAgainAfterAWhile) {
+  SpeculationGate gate(4, true);
+  EXPECT_EQ(gate.drafts_for_step(3), 0);  // size 3 never measured
+  for (int i = 0; i < StepCostModel::kMinSamples; ++i) {
+    EXPECT_EQ(gate.drafts_for_step(3), 0);
+    gate.observe({3, 0, 0, 0, 1.0});
+  }
+  EXPECT_EQ(gate.drafts_for_step(3), 4);
+  EXPECT_EQ(gate.drafts_for_step(5), 0);
+  for (int64_t i = 0; i < SpeculationGate::kRefreshSteps; ++i) gate.observe({7, 0, 0, 0, 1.0});
+  EXPECT_EQ(gate.drafts_for_step(3), 0);  // stale
+  // A step with a prompt chunk is not timed: it measures nothing.
+  gate.observe({3, 0, 0, 0, 1.0, false});
+  EXPECT_EQ(gate.drafts_for_step(3), 0);
+}
+
+TEST(SpeculationGate, SelectsNothingBeforeAnyStepIsMeasured) {
+  SpeculationGate gate(4, true);
+  std::vector<DraftCandidate> c(2);
+  c[0].num_proposed = 4;
+  c[1].num_proposed = 2;
+  gate.select(2, c);
+  EXPECT_EQ(c[0].num_selected, 0);
+  EXPECT_EQ(c[1].num_selected, 0);
+}
+
+TEST(SpeculationGate, ARequestsOwnRecordOutweighsTheOthersOverTime) {
+  SpeculationGate gate(4, true);
+  AcceptanceRecord none;
+  EXPECT_DOUBLE_EQ(gate.acceptance_of(none), 0.5);  // nothing known
+  AcceptanceRecord good;
+  for (int i = 0; i < 40; ++i) good.observe(4, 4);
+  AcceptanceRecord bad;
+  for (int i = 0; i < 40; ++i) bad.observe(4, 0);
+  EXPECT_GT(gate.acceptance_of(good), 0.95);
+  EXPECT_LT(gate.acceptance_of(bad), 0.15);
+  // Steps without drafts fade a record back towards everyone's.
+  for (int i = 0; i < 400; ++i) bad.observe(0, 0);
+  EXPECT_NEAR(gate.acceptance_of(bad), 0.5, 0.01);
+}
+
+TEST(SpeculationGate, OffMeansEveryProposalIsVerified) {
+  Sim sim([](int32_t n) { return 1.0 * n; }, {0.0, 0.0, 0.0}, 5);
   SpeculationGate gate(5, false);
-  EXPECT_EQ(run(gate, 50, 4, 10.0, 0), 50);
+  const Sim::Totals t = sim.run(gate, 50);
+  EXPECT_EQ(t.drafting_steps, 50);
+  EXPECT_EQ(t.draft_tokens, 50 * 3 * 5);
 }
 
 TEST(SpeculationGate, TokensPerStepCountsAcceptedDrafts) {
   SpeculationGate gate(2, false);
-  gate.observe({2, 4, 2, 1.0});  // 2 requests, 2 accepted: 4 tokens
-  gate.observe({2, 0, 0, 1.0});  // 2 tokens
+  gate.observe({2, 4, 2, 1, 1.0});  // 2 requests, 2 accepted: 4 tokens
+  gate.observe({2, 0, 0, 0, 1.0});  // 2 tokens
   EXPECT_NEAR(gate.stats().tokens_per_step, 6.0 / 4.0, 1e-12);
   EXPECT_EQ(gate.stats().num_draft_steps, 1);
   EXPECT_EQ(gate.stats().num_plain_steps, 1);
