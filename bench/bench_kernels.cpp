@@ -112,10 +112,13 @@ void matmul_args(benchmark::internal::Benchmark* b) {
     }
   }
   // The bundled demo model's (F16, hidden 256) FFN gate+up and output
-  // projection, decoding 1 token and verifying 4 drafts: rows short enough
-  // that each output's horizontal sum weighs next to its FMAs.
+  // projection, decoding 1 token, verifying 4 drafts, and the batches of
+  // 16 streams with and without drafts: rows short enough that each
+  // output's horizontal sum weighs next to its FMAs.
   for (const auto& s : {std::pair<int64_t, int64_t>{1408, 256}, {4096, 256}}) {
-    for (int64_t n : {1, 5}) b->Args({static_cast<int64_t>(DType::kF16), s.first, s.second, n});
+    for (int64_t n : {1, 5, 12, 13, 16, 32, 80}) {
+      b->Args({static_cast<int64_t>(DType::kF16), s.first, s.second, n});
+    }
   }
   b->ArgNames({"type", "rows", "cols", "n"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }

@@ -12,7 +12,9 @@
 # random-weight model never repeats text, so drafts would never be right.
 # Prints, per workload and concurrency, the median of REPS runs (the three
 # configurations interleaved) of output tokens/s (prefill included), the
-# ratio to no speculation, the acceptance rate, tokens per request-step, the
+# ratio to no speculation (of the medians, and "paired": the median of the
+# runs' own ratios, each against the plain run just before it, which a
+# machine whose speed drifts over minutes distorts less), the acceptance rate, tokens per request-step, the
 # gate's measured cost of a drafting step relative to a plain one, and
 # output tokens per CPU second of the process ("/cs": a figure a busy shared
 # machine distorts far less than wall time), and the ratio of decode tokens/s
@@ -21,14 +23,14 @@
 # the load and the CPU.
 #
 #   bench/speculative_bench.sh [BUILD_DIR]
-#   env: MODEL=models/default.gguf THREADS=2 REPS=3 OUTPUT=96 K=4
+#   env: MODEL=models/default.gguf THREADS=2 REPS=5 OUTPUT=96 K=4
 #        METHOD=ngram|suffix LOOKUP_MIN=2 LOOKUP_MAX=4 CONCURRENCY="1 16"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 MODEL=${MODEL:-models/default.gguf}
 THREADS=${THREADS:-2}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 OUTPUT=${OUTPUT:-96}
 K=${K:-4}
 LOOKUP_MIN=${LOOKUP_MIN:-2}
@@ -72,12 +74,12 @@ gated="{\"method\": \"$METHOD\", \"num_speculative_tokens\": $K, $fields}"
 ungated="{\"method\": \"$METHOD\", \"num_speculative_tokens\": $K, $fields, \"gating\": \"off\"}"
 
 # one WORKLOAD CONCURRENCY CONFIG OUT: one run, its JSON line appended to OUT.
-# Batch 1 runs each of the 8 prompts once; C streams run 4 x C requests (the
-# prompts in turn), so a run lasts over a second and the machine's noise
+# Batch 1 runs the 8 prompts 4 times; C streams run 8 x C requests (the
+# prompts in turn), so a run lasts about a second and the machine's noise
 # weighs less.
 one() {
   local workload=$1 c=$2 config=$3 out=$4 n
-  n=$((c == 1 ? 8 : 4 * c))
+  n=$((c == 1 ? 32 : 8 * c))
   "$STRATA" bench throughput -m "$MODEL" --prompts "$work/$workload.jsonl" --num-prompts "$n" \
     --max-concurrency "$c" --output-len "$OUTPUT" -t "$THREADS" --json \
     ${config:+--speculative-config "$config"} >> "$out"
@@ -97,9 +99,17 @@ print(f"{med:.1f} {acc:.3f} {tps:.2f} {cost:.2f} {cpu:.1f} {dec:.1f}")
 PY
 }
 
-printf '%-6s %3s | %11s | %11s %6s %6s %6s %5s | %11s %6s | %8s %8s %6s | %6s\n' workload C \
-  "plain tok/s" "gated tok/s" ratio accept tok/st cost "ungated" ratio "plain/cs" "gated/cs" ratio \
-  decode
+paired() {  # PLAIN GATED -> the median over runs of gated / plain output tok/s, run by run
+  python3 - "$1" "$2" <<'PY'
+import json, statistics, sys
+a, b = ([json.loads(l)["output_tok_s"] for l in open(f) if l.strip()] for f in sys.argv[1:3])
+print(f"{statistics.median(y / x for x, y in zip(a, b)):.2f}")
+PY
+}
+
+printf '%-6s %3s | %11s | %11s %6s %6s %6s %6s %5s | %11s %6s | %8s %8s %6s | %6s\n' workload C \
+  "plain tok/s" "gated tok/s" ratio paired accept tok/st cost "ungated" ratio "plain/cs" \
+  "gated/cs" ratio decode
 for c in $CONCURRENCY; do
   for w in edit quote free; do
     : > "$work/plain"; : > "$work/gated"; : > "$work/ungated"
@@ -112,8 +122,9 @@ for c in $CONCURRENCY; do
     read -r base _ _ _ base_cpu base_dec < <(summary "$work/plain")
     read -r spec acc tps cost spec_cpu spec_dec < <(summary "$work/gated")
     read -r raw _ _ _ _ _ < <(summary "$work/ungated")
-    printf '%-6s %3s | %11s | %11s %5.2fx %6s %6s %5s | %11s %5.2fx | %8s %8s %5.2fx | %5.2fx\n' \
-      "$w" "$c" "$base" "$spec" "$(python3 -c "print($spec / $base)")" "$acc" "$tps" "$cost" \
+    printf '%-6s %3s | %11s | %11s %5.2fx %5sx %6s %6s %5s | %11s %5.2fx | %8s %8s %5.2fx | %5.2fx\n' \
+      "$w" "$c" "$base" "$spec" "$(python3 -c "print($spec / $base)")" \
+      "$(paired "$work/plain" "$work/gated")" "$acc" "$tps" "$cost" \
       "$raw" "$(python3 -c "print($raw / $base)")" "$base_cpu" "$spec_cpu" \
       "$(python3 -c "print($spec_cpu / $base_cpu)")" "$(python3 -c "print($spec_dec / $base_dec)")"
   done
