@@ -1,14 +1,23 @@
 // AVX-512 FMA matmul for F32 / F16 / BF16 weights; see the header for the
-// rounding order. A register tile is 4 weight rows x up to 6 tokens: each
-// 16-column step loads (and widens) four weight vectors and up to six
-// activation vectors and issues up to 24 FMAs. Tokens are walked in
-// chunks whose activations stay in L2 while a thread's rows stream past.
+// rounding order. Two paths, one order:
+// - Few tokens (decode, short verify steps): a register tile is 4 weight
+//   rows x up to 6 tokens read in place; each 16-column step loads (and
+//   widens) four weight vectors and up to six activation vectors and issues
+//   up to 24 FMAs, while the next row tile is prefetched. Tokens are walked
+//   in chunks whose activations stay in L2 while a thread's rows stream past.
+// - Many tokens (prefill): each 8-row tile is widened to fp32 once per token
+//   chunk and walked in blocks of kBlockCols columns, small enough to stay in
+//   L1 while every token tile of the chunk passes over them; a register tile
+//   is 8 rows x 3 tokens, so a 16-column step reads 3 activation lines from
+//   L2 and 8 weight lines from L1 for 24 FMAs (the 4 x 6 tile read 10 lines
+//   from L2, which capped it at about 40% of the FMA peak). The 24
+//   accumulators are saved between column blocks and resumed, so each lane
+//   still sums its columns in k order.
 #include "kernels/matmul_float_avx512.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/matmul_avx2.h"
@@ -28,6 +37,16 @@ constexpr int kRows = 4;    // weight rows per register tile
 constexpr int kTokens = 6;  // tokens per register tile
 // Activation bytes a token chunk may take (about half of a Zen L2).
 constexpr size_t kChunkBytes = size_t{512} << 10;
+// The many-token path: 8 rows x 3 tokens a register tile, 512 columns a
+// block (8 rows x 2 KiB of fp32 weights = 16 KiB, half of the smallest L1
+// among the CPUs served), and chunks of up to 1 MiB of activations, so
+// that a row tile is widened once per 128 tokens of a 2048-wide input
+// (measured on Zen 5 against 256 KiB - 4 MiB chunks and 256 - 1024 column
+// blocks: bench/bench_kernels BM_Matmul F16 n = 512).
+constexpr int kBlockRows = 8;
+constexpr int kBlockTokens = 3;
+constexpr int64_t kBlockCols = 512;
+constexpr size_t kBlockChunkBytes = size_t{1} << 20;
 
 struct LoadF32 {
   static constexpr int kElemBytes = 4;
@@ -203,38 +222,174 @@ float* widened_scratch(size_t floats) {
   return buffer.data() + ((64 - addr % 64) % 64) / sizeof(float);
 }
 
-// Rows [r0, r1) x all n tokens, in token chunks whose activations stay in
-// L2. kWiden: each row tile is first widened to fp32 (exactly, so the
-// rounding is unchanged) and the tiles read that copy; otherwise they read
-// the weights in place and prefetch the next row tile.
-template <class Load, bool kWiden>
+// Thread-local, 64-byte aligned room for `vectors` saved accumulators.
+__m512* partial_scratch(size_t vectors) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < vectors * 16 + 16) buffer.resize(vectors * 16 + 16);
+  const auto addr = reinterpret_cast<uintptr_t>(buffer.data());
+  return reinterpret_cast<__m512*>(buffer.data() + ((64 - addr % 64) % 64) / sizeof(float));
+}
+
+// Columns [k0, k1) of R fp32 weight rows x T tokens, one block of the
+// many-token path. The accumulators start at zero on the first block and
+// from `partial` after it; after the last block (which also takes the
+// zero-padded partial vector up to `cols`) the sums go to out[t * out_stride
+// + r], otherwise the accumulators go back to `partial`.
+template <int R, int T>
+__attribute__((flatten)) void block_tile(const float* const* w, const float* const* x, int64_t k0,
+                                         int64_t k1, int64_t cols, bool first, bool last,
+                                         __m512* partial, float* out, int64_t out_stride) {
+  __m512 acc[R][T];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) acc[r][t] = first ? _mm512_setzero_ps() : partial[r * T + t];
+  for (int64_t k = k0; k < k1; k += 16) {
+    __m512 xv[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_ps(x[t] + k);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      __m512 wv = _mm512_load_ps(w[r] + k);
+      // One load into a register, not one memory operand per token's FMA
+      // (which GCC otherwise emits: 27 loads for 24 FMAs).
+      asm("" : "+v"(wv));
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  if (!last) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) partial[r * T + t] = acc[r][t];
+    return;
+  }
+  if (k1 < cols) {  // the widened rows are zero-padded to whole vectors
+    const auto m = static_cast<__mmask16>((1u << (cols - k1)) - 1u);
+    __m512 xv[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x[t] + k1);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 wv = _mm512_load_ps(w[r] + k1);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  // Sixteen outputs per reduce16, token-major: lane i of group g is token
+  // (16g + i) / R, row (16g + i) % R.
+  constexpr int kOut = R * T;
+  alignas(64) float sums[(kOut + 15) / 16 * 16];
+#pragma GCC unroll 2
+  for (int g = 0; g < kOut; g += 16) {
+    __m512 v[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      v[i] = g + i < kOut ? acc[(g + i) % R][(g + i) / R] : _mm512_setzero_ps();
+    }
+    _mm512_store_ps(sums + g, reduce16(v));
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) out[t * out_stride + r] = sums[t * R + r];
+}
+
+template <int R>
+void block_tile_tokens(int toks, const float* const* w, const float* const* x, int64_t k0,
+                       int64_t k1, int64_t cols, bool first, bool last, __m512* partial, float* out,
+                       int64_t out_stride) {
+  switch (toks) {
+    case 1:
+      return block_tile<R, 1>(w, x, k0, k1, cols, first, last, partial, out, out_stride);
+    case 2:
+      return block_tile<R, 2>(w, x, k0, k1, cols, first, last, partial, out, out_stride);
+    default:
+      return block_tile<R, 3>(w, x, k0, k1, cols, first, last, partial, out, out_stride);
+  }
+}
+
+// The many-token path (see the top of the file): rows [r0, r1) x all n
+// tokens.
+template <class Load>
+void matmul_blocked(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
+                    float* y, int64_t r0, int64_t r1) {
+  const auto* wd = static_cast<const uint8_t*>(w.data);
+  const int64_t chunk =
+      std::max<int64_t>(kBlockTokens, static_cast<int64_t>(kBlockChunkBytes / x_row_bytes) /
+                                          kBlockTokens * kBlockTokens);
+  const int64_t padded = (w.cols + 15) / 16 * 16;
+  const int64_t full = w.cols / 16 * 16;
+  float* wide = widened_scratch(static_cast<size_t>(kBlockRows * padded));
+  constexpr int kTileVectors = kBlockRows * kBlockTokens;
+  __m512* partial = partial_scratch(static_cast<size_t>(chunk / kBlockTokens * kTileVectors));
+  for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const int64_t t1 = std::min(n, t0 + chunk);
+    for (int64_t r = r0; r < r1; r += kBlockRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kBlockRows, r1 - r));
+      const float* wr[kBlockRows];
+      for (int i = 0; i < rows; ++i) {
+        const void* src = wd + static_cast<size_t>(r + i) * w.row_bytes;
+        float* dst = wide + i * padded;
+        int64_t k = 0;
+        for (; k + 16 <= w.cols; k += 16) _mm512_store_ps(dst + k, Load::load(src, k));
+        if (k < w.cols) {
+          const auto m = static_cast<__mmask16>((1u << (w.cols - k)) - 1u);
+          _mm512_store_ps(dst + k, Load::load_tail(src, k, m));
+        }
+        wr[i] = dst;
+      }
+      for (int64_t k0 = 0; k0 < w.cols; k0 += kBlockCols) {
+        const bool first = k0 == 0;
+        const bool last = k0 + kBlockCols >= w.cols;
+        const int64_t k1 = last ? full : k0 + kBlockCols;
+        __m512* slot = partial;
+        for (int64_t t = t0; t < t1; t += kBlockTokens, slot += kTileVectors) {
+          const int toks = static_cast<int>(std::min<int64_t>(kBlockTokens, t1 - t));
+          const float* xr[kBlockTokens];
+          for (int i = 0; i < toks; ++i) {
+            xr[i] =
+                reinterpret_cast<const float*>(x_enc + static_cast<size_t>(t + i) * x_row_bytes);
+          }
+          float* out = y + t * w.rows + r;
+          // Rows of the tile: 8 at once, else 4 at once, then one by one,
+          // each group with its own share of the token tile's slot.
+          int i = 0;
+          if (rows == kBlockRows) {
+            block_tile_tokens<kBlockRows>(toks, wr, xr, k0, k1, w.cols, first, last, slot, out,
+                                          w.rows);
+            i = rows;
+          }
+          for (; i + 4 <= rows; i += 4) {
+            block_tile_tokens<4>(toks, wr + i, xr, k0, k1, w.cols, first, last,
+                                 slot + i * kBlockTokens, out + i, w.rows);
+          }
+          for (; i < rows; ++i) {
+            block_tile_tokens<1>(toks, wr + i, xr, k0, k1, w.cols, first, last,
+                                 slot + i * kBlockTokens, out + i, w.rows);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The few-token path (see the top of the file): rows [r0, r1) x all n
+// tokens, the weights read in place, in token chunks whose activations stay
+// in L2.
+template <class Load>
 void matmul_chunks(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
                    float* y, int64_t r0, int64_t r1) {
-  using TileLoad = std::conditional_t<kWiden, LoadF32, Load>;
   const auto* wd = static_cast<const uint8_t*>(w.data);
   const int64_t chunk = std::max<int64_t>(
       kTokens, static_cast<int64_t>(kChunkBytes / x_row_bytes) / kTokens * kTokens);
-  const int64_t padded = (w.cols + 15) / 16 * 16;
-  float* wide = kWiden ? widened_scratch(static_cast<size_t>(kRows * padded)) : nullptr;
   for (int64_t t0 = 0; t0 < n; t0 += chunk) {
     const int64_t t1 = std::min(n, t0 + chunk);
     for (int64_t r = r0; r < r1; r += kRows) {
       const int rows = static_cast<int>(std::min<int64_t>(kRows, r1 - r));
       const void* wr[kRows];
-      for (int i = 0; i < rows; ++i) {
-        const void* src = wd + static_cast<size_t>(r + i) * w.row_bytes;
-        if constexpr (kWiden) {
-          float* dst = wide + i * padded;
-          int64_t k = 0;
-          for (; k + 16 <= w.cols; k += 16) _mm512_store_ps(dst + k, Load::load(src, k));
-          if (k < w.cols) {
-            const auto m = static_cast<__mmask16>((1u << (w.cols - k)) - 1u);
-            _mm512_store_ps(dst + k, Load::load_tail(src, k, m));
-          }
-          src = dst;
-        }
-        wr[i] = src;
-      }
+      for (int i = 0; i < rows; ++i) wr[i] = wd + static_cast<size_t>(r + i) * w.row_bytes;
       for (int64_t t = t0; t < t1; t += kTokens) {
         const int toks = static_cast<int>(std::min<int64_t>(kTokens, t1 - t));
         const float* xr[kTokens];
@@ -245,14 +400,14 @@ void matmul_chunks(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes
         // Prefetch the next tile on the first token tile only (weights are
         // then in cache for the rest of the chunk).
         const char* next =
-            !kWiden && t == t0 && r + 2 * kRows <= r1
+            t == t0 && r + 2 * kRows <= r1
                 ? reinterpret_cast<const char*>(wd) + static_cast<size_t>(r + kRows) * w.row_bytes
                 : nullptr;
         if (rows == kRows) {
-          tile_tokens<TileLoad, kRows>(toks, wr, xr, w.cols, out, w.rows, next);
+          tile_tokens<Load, kRows>(toks, wr, xr, w.cols, out, w.rows, next);
         } else {
           for (int i = 0; i < rows; ++i) {
-            tile_tokens<TileLoad, 1>(toks, wr + i, xr, w.cols, out + i, w.rows);
+            tile_tokens<Load, 1>(toks, wr + i, xr, w.cols, out + i, w.rows);
           }
         }
       }
@@ -263,12 +418,8 @@ void matmul_chunks(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes
 template <class Load>
 void matmul_typed(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
                   float* y, int64_t r0, int64_t r1) {
-  // With many tokens, 16-bit weights are widened once per row tile and
-  // chunk, not once per token tile.
-  if constexpr (!std::is_same_v<Load, LoadF32>) {
-    if (n > 2 * kTokens) return matmul_chunks<Load, true>(w, x_enc, x_row_bytes, n, y, r0, r1);
-  }
-  matmul_chunks<Load, false>(w, x_enc, x_row_bytes, n, y, r0, r1);
+  if (n > 2 * kTokens) return matmul_blocked<Load>(w, x_enc, x_row_bytes, n, y, r0, r1);
+  matmul_chunks<Load>(w, x_enc, x_row_bytes, n, y, r0, r1);
 }
 
 }  // namespace

@@ -239,13 +239,16 @@ TEST(MatmulAvx512, FloatOutputsAreIndependentOfBatchAndThreads) {
 // of 16 sums w[k] x[k] for k = l, l + 16, ... with one fused multiply-add
 // each (a partial last vector zero-padded), then the fixed tree (lane i +
 // lane i + 8, j + j + 4, k + k + 2, 0 + 1). Every output of every tile shape
-// (4 rows x 1..6 tokens, tail rows) gives exactly those bits.
+// gives exactly those bits: the few-token path's 4 rows x 1..6 tokens and
+// tail rows, and the many-token path's 8 / 4 / 1 rows x 1..3 tokens, its
+// accumulators carried across 512-column blocks (704, 1100, 2053 columns)
+// and token chunks of 1 MiB of activations (130 tokens of 2053 columns).
 TEST(MatmulAvx512, FloatOutputsFollowTheDocumentedOrderBitForBit) {
   if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
   ScopedIsa scoped(KernelIsa::kAvx512Vnni);
   for (DType type : {DType::kF32, DType::kF16, DType::kBF16}) {
-    for (int64_t cols : {7, 117, 256, 704}) {
-      const int64_t rows = 23;
+    for (int64_t cols : {7, 117, 256, 704, 1100, 2053}) {
+      const int64_t rows = 37;  // per thread: 8-row tiles, then 4 and 1
       const auto src = random_floats(rows * cols, static_cast<uint32_t>(cols), 0.5f);
       auto bytes = quantize_rows(type, src.data(), rows, cols);
       const WeightView w{type, rows, cols, bytes.data(), dtype_row_bytes(type, cols)};
@@ -254,7 +257,9 @@ TEST(MatmulAvx512, FloatOutputsFollowTheDocumentedOrderBitForBit) {
         dequantize_row(type, bytes.data() + r * w.row_bytes, wf.data() + r * cols, cols);
       }
       ThreadPool pool(2);
-      for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 9, 13, 16}) {
+      std::vector<int64_t> ns = {1, 2, 3, 4, 5, 6, 7, 9, 13, 16};
+      if (cols == 2053) ns = {1, 12, 13, 130};
+      for (int64_t n : ns) {
         auto x = random_floats(n * cols, static_cast<uint32_t>(n * 7 + cols));
         std::vector<float> got(n * rows, NAN);
         matmul(w, x.data(), n, got.data(), pool);
