@@ -41,8 +41,10 @@ constexpr size_t kChunkBytes = size_t{512} << 10;
 // block (8 rows x 2 KiB of fp32 weights = 16 KiB, half of the smallest L1
 // among the CPUs served), and chunks of up to 1 MiB of activations, so
 // that a row tile is widened once per 128 tokens of a 2048-wide input
-// (measured on Zen 5 against 256 KiB - 4 MiB chunks and 256 - 1024 column
-// blocks: bench/bench_kernels BM_Matmul F16 n = 512).
+// (chosen on Zen 5 from F16 matmuls of the 1.1B shapes at n = 512, 2
+// threads, alternated in one process against 256 KiB - 4 MiB chunks and
+// 256 - 1024 column blocks; build/bench_kernels
+// --benchmark_filter='BM_Matmul/type:1/.*n:512' measures this setting).
 constexpr int kBlockRows = 8;
 constexpr int kBlockTokens = 3;
 constexpr int64_t kBlockCols = 512;
@@ -213,21 +215,24 @@ void tile_tokens(int toks, const void* const* w, const float* const* x, int64_t 
   }
 }
 
-// A thread-local fp32 copy of a row tile, 64-byte aligned, reused across
-// calls (no allocation after warm-up).
-float* widened_scratch(size_t floats) {
-  thread_local std::vector<float> buffer;
+// `floats` of `buffer`, 64-byte aligned, grown as needed (a thread-local
+// buffer: no allocation after warm-up).
+float* aligned_floats(std::vector<float>& buffer, size_t floats) {
   if (buffer.size() < floats + 16) buffer.resize(floats + 16);
   const auto addr = reinterpret_cast<uintptr_t>(buffer.data());
   return buffer.data() + ((64 - addr % 64) % 64) / sizeof(float);
 }
 
-// Thread-local, 64-byte aligned room for `vectors` saved accumulators.
+// A thread-local fp32 copy of a row tile.
+float* widened_scratch(size_t floats) {
+  thread_local std::vector<float> buffer;
+  return aligned_floats(buffer, floats);
+}
+
+// Thread-local room for `vectors` saved accumulators.
 __m512* partial_scratch(size_t vectors) {
   thread_local std::vector<float> buffer;
-  if (buffer.size() < vectors * 16 + 16) buffer.resize(vectors * 16 + 16);
-  const auto addr = reinterpret_cast<uintptr_t>(buffer.data());
-  return reinterpret_cast<__m512*>(buffer.data() + ((64 - addr % 64) % 64) / sizeof(float));
+  return reinterpret_cast<__m512*>(aligned_floats(buffer, vectors * 16));
 }
 
 // Columns [k0, k1) of R fp32 weight rows x T tokens, one block of the
