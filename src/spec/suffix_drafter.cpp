@@ -11,10 +11,20 @@ void SuffixDrafter::Trie::begin_sequence() {
 }
 
 int32_t SuffixDrafter::Trie::child(int32_t node, int32_t token) const {
+  if (node == 0) {
+    const auto it = root_children_.find(token);
+    return it == root_children_.end() ? -1 : it->second;
+  }
   for (const auto& [t, idx] : nodes_[static_cast<size_t>(node)].children) {
     if (t == token) return idx;
   }
   return -1;
+}
+
+int32_t SuffixDrafter::Trie::find(std::span<const int32_t> path) const {
+  int32_t node = 0;
+  for (size_t i = 0; i < path.size() && node >= 0; ++i) node = child(node, path[i]);
+  return node;
 }
 
 void SuffixDrafter::Trie::append(int32_t token) {
@@ -27,6 +37,7 @@ void SuffixDrafter::Trie::append(int32_t token) {
     if (next < 0) {
       next = static_cast<int32_t>(nodes_.size());
       nodes_[static_cast<size_t>(node)].children.emplace_back(token, next);
+      if (node == 0) root_children_.emplace(token, next);
       nodes_.emplace_back();
     }
     ++nodes_[static_cast<size_t>(node)].continuations;
@@ -39,19 +50,26 @@ int32_t SuffixDrafter::Trie::propose(std::span<const int32_t> context, int32_t m
                                      const SuffixDrafterOptions& options,
                                      std::vector<int32_t>* out) const {
   // The longest suffix of the context that is a path with a continuation.
+  // That property is monotone in the length: every suffix of a stored path
+  // is stored (each start position's suffixes are), with the same
+  // continuation, so a binary search over the length finds it.
   const int32_t longest = std::min<int32_t>(max_depth_ - 1, static_cast<int32_t>(context.size()));
-  int32_t node = -1, match = 0;
-  for (int32_t m = longest; m >= 1 && node < 0; --m) {
-    int32_t n = 0;
-    for (size_t i = context.size() - static_cast<size_t>(m); i < context.size() && n >= 0; ++i) {
-      n = child(n, context[i]);
-    }
-    if (n >= 0 && nodes_[static_cast<size_t>(n)].continuations > 0) {
-      node = n;
-      match = m;
+  const auto continued = [&](int32_t m) {
+    const int32_t n = find(context.last(static_cast<size_t>(m)));
+    return n >= 0 && nodes_[static_cast<size_t>(n)].continuations > 0 ? n : -1;
+  };
+  int32_t lo = 0, hi = longest;  // lengths <= lo are continued; > hi are not
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo + 1) / 2;
+    if (continued(mid) >= 0) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
     }
   }
-  if (node < 0) return 0;
+  const int32_t match = lo;
+  if (match == 0) return 0;
+  int32_t node = continued(match);
   const int32_t limit = std::min<int32_t>(
       max_drafts, std::max<int32_t>(1, static_cast<int32_t>(options.max_spec_factor * match)));
   double prob = 1.0;

@@ -69,8 +69,13 @@ class SuffixDrafter : public Drafter {
       int32_t continuations = 0;  // sum of the children's counts
     };
     int32_t child(int32_t node, int32_t token) const;
+    // The node of `path` from the root (-1: no such path).
+    int32_t find(std::span<const int32_t> path) const;
     int32_t max_depth_;
-    std::vector<Node> nodes_;      // [0] is the root
+    std::vector<Node> nodes_;  // [0] is the root
+    // The root's children by token: the root has a child per distinct token
+    // seen, too many to scan on every lookup (root.children keeps them too).
+    std::unordered_map<int32_t, int32_t> root_children_;
     std::vector<int32_t> active_;  // nodes of the current sequence's live suffixes
   };
 
