@@ -18,10 +18,19 @@ double SpeculationGate::acceptance_of(const AcceptanceRecord& record) const {
 
 int32_t SpeculationGate::drafts_for_step(int32_t num_decoding) {
   if (!cost_gating_) return num_speculative_tokens_;
+  // T(B) needs a recent measurement of B or of a size next to it (the
+  // model interpolates between, or extends the slope below, its points). A
+  // size that is never decode-only (15 requests decode while a 16th's
+  // prompt arrives) is never timed itself, and must not run plain for it.
   const int32_t b = std::max(1, num_decoding);
-  const int64_t newest = costs_.newest_sample(b);
-  if (newest < 0 || costs_.num_recorded() - newest > kRefreshSteps) return 0;
-  return num_speculative_tokens_;
+  const int32_t near = std::max(1, b / kNearDivisor);
+  for (int32_t n = std::max(1, b - near); n <= b + near; ++n) {
+    const int64_t newest = costs_.newest_sample(n);
+    if (newest >= 0 && costs_.num_recorded() - newest <= kRefreshSteps) {
+      return num_speculative_tokens_;
+    }
+  }
+  return 0;
 }
 
 void SpeculationGate::select(int32_t num_decoding, std::span<DraftCandidate> candidates) {

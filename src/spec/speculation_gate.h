@@ -16,8 +16,9 @@
 // batch only the few drafts almost sure to be accepted, and none when even
 // those do not pay.
 //
-// Measurement: a step with no live sample of its plain size B (or one older
-// than kRefreshSteps) runs without drafts, which measures T(B); drafting
+// Measurement: a step with no live sample of its plain size B nor of a
+// size within B / kNearDivisor of it (or only older ones than
+// kRefreshSteps) runs without drafts, which measures T(B); drafting
 // steps measure T(B + D) at the sizes the gate chooses, and a size never
 // measured is assumed no dearer than the largest measured one, so it is
 // tried once and then known. With gating off every proposed draft is
@@ -94,6 +95,9 @@ class SpeculationGate : public DraftSelector {
   static constexpr double kMargin = 0.03;
   // A plain step's size is measured again after this many recorded steps.
   static constexpr int64_t kRefreshSteps = 512;
+  // A measurement of a size within B / kNearDivisor (at least 1) of B
+  // stands for B's.
+  static constexpr int32_t kNearDivisor = 8;
   // Weight, in steps, of every request's acceptance in one request's
   // estimate.
   static constexpr double kPriorWeight = 2.0;

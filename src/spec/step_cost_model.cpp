@@ -81,16 +81,14 @@ int64_t StepCostModel::newest_sample(int32_t num_tokens) const {
 bool StepCostModel::point_of(int32_t bucket, Point* out) const {
   if (bucket < 0 || static_cast<size_t>(bucket) >= buckets_.size()) return false;
   int32_t count = 0;
-  double tokens = 0.0;
-  double best = 0.0;
+  const Sample* best = nullptr;
   for (const Sample& s : buckets_[static_cast<size_t>(bucket)].samples) {
     if (!is_live(s)) continue;
-    best = count == 0 ? s.seconds : std::min(best, s.seconds);
-    tokens += s.num_tokens;
+    if (best == nullptr || s.seconds < best->seconds) best = &s;
     ++count;
   }
   if (count < kMinSamples) return false;
-  *out = {tokens / count, best};
+  *out = {static_cast<double>(best->num_tokens), best->seconds};
   return true;
 }
 
@@ -130,7 +128,18 @@ double StepCostModel::estimate_at_reference_speed(int32_t num_tokens) const {
   const auto hi = std::lower_bound(ps.begin(), ps.end(), n,
                                    [](const Point& p, double x) { return p.num_tokens < x; });
   if (hi == ps.end()) return ps.back().seconds + slope_ * (n - ps.back().num_tokens);
-  if (hi == ps.begin() || hi->num_tokens == n) return hi->seconds;
+  if (hi->num_tokens == n) return hi->seconds;
+  if (hi == ps.begin()) {
+    // Below the smallest point: its first segment's slope carried down, but
+    // never below the cost per token of the smallest point (a smaller step
+    // never costs less per token).
+    const Point& p0 = ps.front();
+    const double per_token = p0.seconds / p0.num_tokens;
+    if (ps.size() < 2) return p0.seconds;
+    const double first_slope = std::max(
+        0.0, (ps[1].seconds - p0.seconds) / std::max(1e-9, ps[1].num_tokens - p0.num_tokens));
+    return std::max(per_token * n, p0.seconds - first_slope * (p0.num_tokens - n));
+  }
   const Point& lo = *(hi - 1);
   const double t = (n - lo.num_tokens) / std::max(1e-9, hi->num_tokens - lo.num_tokens);
   return lo.seconds + t * (hi->seconds - lo.seconds);

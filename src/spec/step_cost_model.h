@@ -32,13 +32,17 @@
 // that size's. Estimates are the normalised costs times the current speed;
 // a ratio of two estimates compares the sizes at one speed.
 //
-// A measured bucket is a point: its samples' mean token count and their
-// minimum cost. estimate(n) interpolates linearly between the points
-// around n (so sizes inside a wide bucket differ too: a draft more is
-// never free); above the largest it extends the least-squares slope of the
+// A measured bucket is a point: its cheapest live sample, at that
+// sample's own token count (a wide bucket's samples differ in size, and
+// the cheapest is likely a small one: the bucket's mean count would pair
+// one size with another's cost). estimate(n) interpolates linearly between
+// the points around n (so sizes inside a wide bucket differ too: a draft
+// more is never free); above the largest it extends the least-squares slope of the
 // points (flat when fewer than two are measured: unknown larger steps are
 // assumed cheap, so a policy that would use them tries them and measures);
-// below the smallest it is the smallest's cost. Not thread-safe (the engine
+// below the smallest it carries the first segment's slope down (the
+// smallest's cost with one point), never below the smallest's cost per
+// token times n. Not thread-safe (the engine
 // thread owns it); time comes from the caller, so tests use made-up costs.
 #pragma once
 
@@ -86,8 +90,8 @@ class StepCostModel {
     int32_t next = 0;      // ring position of the next sample
     double typical = 0.0;  // normalised; 0 until measured
   };
-  // A measured bucket's point: the mean token count and the minimum cost
-  // of its live samples.
+  // A measured bucket's point: its cheapest live sample's token count and
+  // cost.
   struct Point {
     double num_tokens;
     double seconds;

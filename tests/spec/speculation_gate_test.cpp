@@ -160,12 +160,43 @@ TEST(SpeculationGate, MeasuresAPlainStepOfEachSizeAndAgainAfterAWhile) {
     gate.observe({3, 0, 0, 0, 1.0});
   }
   EXPECT_EQ(gate.drafts_for_step(3), 4);
+  // A neighbouring size stands for a size (within B / 8, at least 1).
+  EXPECT_EQ(gate.drafts_for_step(2), 4);
+  EXPECT_EQ(gate.drafts_for_step(4), 4);
   EXPECT_EQ(gate.drafts_for_step(5), 0);
   for (int64_t i = 0; i < SpeculationGate::kRefreshSteps; ++i) gate.observe({7, 0, 0, 0, 1.0});
   EXPECT_EQ(gate.drafts_for_step(3), 0);  // stale
   // A step with a prompt chunk is not timed: it measures nothing.
   gate.observe({3, 0, 0, 0, 1.0, false});
   EXPECT_EQ(gate.drafts_for_step(3), 0);
+}
+
+// 15 requests decode only while a 16th's prompt is prefilled, so a step of
+// 15 is never timed; it drafts on the measurements of 16 and of the
+// drafting steps, with T(15) taken from the slope below them.
+TEST(SpeculationGate, ASizeThatIsNeverDecodeOnlyStillDrafts) {
+  Sim sim([](int32_t n) { return 0.5 + 0.02 * n; }, std::vector<double>(16, 0.95), 4);
+  SpeculationGate gate(4, true);
+  sim.run(gate, 200);
+  // One token less than 16: 0.02 s less (the flat extension gave T(16)).
+  const StepCostModel& m = gate.cost_model();
+  EXPECT_NEAR(m.estimate(16) - m.estimate(15), 0.02, 0.004);
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ(gate.drafts_for_step(15), 4);
+    gate.observe({15, 0, 0, 0, 1.0, false});  // with a prompt chunk: not timed
+  }
+  std::vector<DraftCandidate> c(15);
+  AcceptanceRecord good;
+  for (int i = 0; i < 40; ++i) good.observe(4, 4);
+  for (DraftCandidate& x : c) {
+    x.num_proposed = 4;
+    x.record = good;
+  }
+  gate.select(15, c);
+  int32_t selected = 0;
+  for (const DraftCandidate& x : c) selected += x.num_selected;
+  EXPECT_GT(selected, 0);
+  EXPECT_EQ(gate.drafts_for_step(13), 0);  // 12..14: nothing measured
 }
 
 TEST(SpeculationGate, SelectsNothingBeforeAnyStepIsMeasured) {

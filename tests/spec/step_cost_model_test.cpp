@@ -69,8 +69,15 @@ TEST(StepCostModel, InterpolatesBetweenAndExtendsBeyondMeasuredSizes) {
   measure(m, 30, 2.5);
   // Points (10, 1), (20, 2), (30, 2.5): slope 0.075.
   EXPECT_NEAR(m.estimate(32), 2.5 + 2 * 0.075, 1e-12);
-  // Below the smallest: its cost.
-  EXPECT_DOUBLE_EQ(m.estimate(3), 1.0);
+  // Below the smallest: the first segment's slope (0.1 s a token) carried
+  // down, never below the smallest's cost per token (0.1 s) times n.
+  EXPECT_NEAR(m.estimate(8), 0.8, 1e-12);
+  StepCostModel fixed_cost;
+  measure(fixed_cost, 10, 2.0);
+  measure(fixed_cost, 20, 3.0);
+  EXPECT_NEAR(fixed_cost.estimate(8), 1.8, 1e-12);
+  EXPECT_NEAR(fixed_cost.estimate(1), 1.1, 1e-12);
+  EXPECT_NEAR(m.estimate(3), 0.3, 1e-12);  // the floor: 3 tokens at 0.1 s
   // A slope that comes out negative is taken as flat.
   StepCostModel noisy;
   measure(noisy, 8, 2.0);
