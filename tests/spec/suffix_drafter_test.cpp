@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 namespace strata {
 namespace {
 
@@ -25,6 +28,41 @@ TEST(SuffixTrie, FollowsTheMostFrequentContinuation) {
   std::vector<int32_t> out;
   EXPECT_EQ(t.propose(std::vector<int32_t>{7, 1, 2}, 3, o, &out), 2);
   EXPECT_EQ(out, (std::vector<int32_t>{3, 9}));
+}
+
+// The match length against a brute-force scan: the longest suffix of the
+// context (shorter than the depth) that occurs in a sequence with a token
+// after it, on random streams over 3 tokens (many repeats, many lengths).
+TEST(SuffixTrie, MatchIsTheLongestContinuedSuffixByBruteForce) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int32_t> token(0, 2);
+  for (int32_t depth : {2, 3, 6, 9}) {
+    std::vector<std::vector<int32_t>> seqs(3);
+    for (auto& seq : seqs) {
+      seq.resize(static_cast<size_t>(5 + rng() % 40));
+      for (int32_t& x : seq) x = token(rng);
+    }
+    const Trie t = trie_of(seqs, depth);
+    SuffixDrafterOptions o;
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<int32_t> ctx(static_cast<size_t>(1 + rng() % 12));
+      for (int32_t& x : ctx) x = token(rng);
+      int32_t expected = 0;
+      for (int32_t m = std::min<int32_t>(depth - 1, static_cast<int32_t>(ctx.size()));
+           m >= 1 && expected == 0; --m) {
+        for (const auto& seq : seqs) {
+          for (size_t i = 0; i + static_cast<size_t>(m) < seq.size(); ++i) {
+            if (std::equal(ctx.end() - m, ctx.end(),
+                           seq.begin() + static_cast<std::ptrdiff_t>(i))) {
+              expected = m;
+            }
+          }
+        }
+      }
+      std::vector<int32_t> out;
+      ASSERT_EQ(t.propose(ctx, 4, o, &out), expected) << "depth " << depth << " trial " << trial;
+    }
+  }
 }
 
 TEST(SuffixTrie, StopsBelowTheMinimumPathProbability) {
