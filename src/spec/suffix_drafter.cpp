@@ -15,8 +15,9 @@ int32_t SuffixDrafter::Trie::child(int32_t node, int32_t token) const {
     const auto it = root_children_.find(token);
     return it == root_children_.end() ? -1 : it->second;
   }
-  for (const auto& [t, idx] : nodes_[static_cast<size_t>(node)].children) {
-    if (t == token) return idx;
+  for (int32_t c = nodes_[static_cast<size_t>(node)].first_child; c >= 0;
+       c = nodes_[static_cast<size_t>(c)].next_sibling) {
+    if (nodes_[static_cast<size_t>(c)].token == token) return c;
   }
   return -1;
 }
@@ -36,9 +37,12 @@ void SuffixDrafter::Trie::append(int32_t token) {
     int32_t next = child(node, token);
     if (next < 0) {
       next = static_cast<int32_t>(nodes_.size());
-      nodes_[static_cast<size_t>(node)].children.emplace_back(token, next);
+      Node fresh;
+      fresh.token = token;
+      fresh.next_sibling = nodes_[static_cast<size_t>(node)].first_child;
+      nodes_.push_back(fresh);
+      nodes_[static_cast<size_t>(node)].first_child = next;
       if (node == 0) root_children_.emplace(token, next);
-      nodes_.emplace_back();
     }
     ++nodes_[static_cast<size_t>(node)].continuations;
     ++nodes_[static_cast<size_t>(next)].count;
@@ -78,11 +82,13 @@ int32_t SuffixDrafter::Trie::propose(std::span<const int32_t> context, int32_t m
     if (n.continuations == 0) break;
     int32_t best_token = -1, best_node = -1;
     int32_t best_count = 0;
-    for (const auto& [token, idx] : n.children) {
-      const int32_t c = nodes_[static_cast<size_t>(idx)].count;
-      if (c > best_count || (c == best_count && token < best_token)) {
+    for (int32_t idx = n.first_child; idx >= 0;
+         idx = nodes_[static_cast<size_t>(idx)].next_sibling) {
+      const Node& child_node = nodes_[static_cast<size_t>(idx)];
+      const int32_t c = child_node.count;
+      if (c > best_count || (c == best_count && child_node.token < best_token)) {
         best_count = c;
-        best_token = token;
+        best_token = child_node.token;
         best_node = idx;
       }
     }
@@ -113,11 +119,13 @@ void SuffixDrafter::propose(uint64_t request_id, std::span<const int32_t> tokens
   for (int64_t i = slot->num_inserted; i < std::ssize(tokens); ++i) slot->trie.append(tokens[i]);
   slot->num_inserted = std::ssize(tokens);
 
-  std::vector<int32_t> mine, theirs;
-  const int32_t m1 = slot->trie.propose(tokens, max_drafts, options_, &mine);
-  const int32_t m2 = global_.propose(tokens, max_drafts, options_, &theirs);
-  const bool take_global = theirs.size() > mine.size() || (theirs.size() == mine.size() && m2 > m1);
-  const std::vector<int32_t>& pick = take_global ? theirs : mine;
+  mine_.clear();
+  theirs_.clear();
+  const int32_t m1 = slot->trie.propose(tokens, max_drafts, options_, &mine_);
+  const int32_t m2 = global_.propose(tokens, max_drafts, options_, &theirs_);
+  const bool take_global =
+      theirs_.size() > mine_.size() || (theirs_.size() == mine_.size() && m2 > m1);
+  const std::vector<int32_t>& pick = take_global ? theirs_ : mine_;
   out->insert(out->end(), pick.begin(), pick.end());
 }
 

@@ -10,7 +10,7 @@
 // max_drafts and max_spec_factor x match length tokens; the trie whose walk
 // is longer wins.
 //
-// Memory: a trie holds at most D nodes (~40 bytes each) per token inserted,
+// Memory: a trie holds at most D nodes (20 bytes each) per token inserted,
 // fewer where paths repeat; the global trie keeps max_cached_requests
 // outputs and is rebuilt from those still remembered when it would exceed
 // them. Not thread-safe (engine thread).
@@ -61,10 +61,14 @@ class SuffixDrafter : public Drafter {
     size_t num_nodes() const { return nodes_.size(); }
 
    private:
+    // Nodes in one array, children as a linked list (first child, next
+    // sibling), newest first: most nodes have one child, and no node owns
+    // a heap allocation, so appending a token allocates nothing but the
+    // array's amortised growth.
     struct Node {
-      // (token, node index), unsorted: most nodes have one child, so a
-      // small vector is lighter and faster than a map.
-      std::vector<std::pair<int32_t, int32_t>> children;
+      int32_t token = -1;  // the edge from the parent
+      int32_t first_child = -1;
+      int32_t next_sibling = -1;
       int32_t count = 0;          // occurrences of this path
       int32_t continuations = 0;  // sum of the children's counts
     };
@@ -74,7 +78,7 @@ class SuffixDrafter : public Drafter {
     int32_t max_depth_;
     std::vector<Node> nodes_;  // [0] is the root
     // The root's children by token: the root has a child per distinct token
-    // seen, too many to scan on every lookup (root.children keeps them too).
+    // seen, too many to scan on every lookup (its list keeps them too).
     std::unordered_map<int32_t, int32_t> root_children_;
     std::vector<int32_t> active_;  // nodes of the current sequence's live suffixes
   };
@@ -89,6 +93,7 @@ class SuffixDrafter : public Drafter {
   std::unordered_map<uint64_t, std::unique_ptr<RequestTrie>> requests_;
   Trie global_;
   std::deque<std::vector<int32_t>> cached_outputs_;  // what global_ holds, oldest first
+  std::vector<int32_t> mine_, theirs_;               // scratch: the two tries' drafts
 };
 
 }  // namespace strata
