@@ -134,8 +134,8 @@ double StepCostModel::estimate_at_reference_speed(int32_t num_tokens) const {
     // never below the cost per token of the smallest point (a smaller step
     // never costs less per token).
     const Point& p0 = ps.front();
-    const double per_token = p0.seconds / p0.num_tokens;
     if (ps.size() < 2) return p0.seconds;
+    const double per_token = p0.seconds / p0.num_tokens;
     const double first_slope = std::max(
         0.0, (ps[1].seconds - p0.seconds) / std::max(1e-9, ps[1].num_tokens - p0.num_tokens));
     return std::max(per_token * n, p0.seconds - first_slope * (p0.num_tokens - n));

@@ -32,18 +32,18 @@
 // that size's. Estimates are the normalised costs times the current speed;
 // a ratio of two estimates compares the sizes at one speed.
 //
-// A measured bucket is a point: its cheapest live sample, at that
-// sample's own token count (a wide bucket's samples differ in size, and
-// the cheapest is likely a small one: the bucket's mean count would pair
-// one size with another's cost). estimate(n) interpolates linearly between
-// the points around n (so sizes inside a wide bucket differ too: a draft
-// more is never free); above the largest it extends the least-squares slope of the
-// points (flat when fewer than two are measured: unknown larger steps are
-// assumed cheap, so a policy that would use them tries them and measures);
-// below the smallest it carries the first segment's slope down (the
-// smallest's cost with one point), never below the smallest's cost per
-// token times n. Not thread-safe (the engine
-// thread owns it); time comes from the caller, so tests use made-up costs.
+// A measured bucket is a point: its cheapest live sample, at that sample's
+// own token count (a wide bucket's samples differ in size, and the cheapest
+// is likely a small one: the bucket's mean count would pair one size with
+// another's cost). estimate(n) interpolates linearly between the points
+// around n (so sizes inside a wide bucket differ too: a draft more is never
+// free); above the largest it extends the least-squares slope of the points
+// (flat when fewer than two are measured: unknown larger steps are assumed
+// cheap, so a policy that would use them tries them and measures); below
+// the smallest it carries the first segment's slope down (the smallest's
+// cost with one point), never below the smallest's cost per token times n.
+// Not thread-safe (the engine thread owns it); time comes from the caller,
+// so tests use made-up costs.
 #pragma once
 
 #include <array>

@@ -63,17 +63,19 @@ int32_t SuffixDrafter::Trie::propose(std::span<const int32_t> context, int32_t m
     return n >= 0 && nodes_[static_cast<size_t>(n)].continuations > 0 ? n : -1;
   };
   int32_t lo = 0, hi = longest;  // lengths <= lo are continued; > hi are not
+  int32_t node = -1;             // lo's node
   while (lo < hi) {
     const int32_t mid = lo + (hi - lo + 1) / 2;
-    if (continued(mid) >= 0) {
+    const int32_t n = continued(mid);
+    if (n >= 0) {
       lo = mid;
+      node = n;
     } else {
       hi = mid - 1;
     }
   }
   const int32_t match = lo;
   if (match == 0) return 0;
-  int32_t node = continued(match);
   const int32_t limit = std::min<int32_t>(
       max_drafts, std::max<int32_t>(1, static_cast<int32_t>(options.max_spec_factor * match)));
   double prob = 1.0;
