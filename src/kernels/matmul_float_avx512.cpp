@@ -1,16 +1,18 @@
 // AVX-512 FMA matmul for F32 / F16 / BF16 weights; see the header for the
 // rounding order. Two paths, one order:
-// - Few tokens (decode, short verify steps): a register tile is 4 weight
+// - Few tokens (decode, verify steps, batched decode; and every n for
+//   F16 / BF16 rows of 1536 columns or more, see kWideCols): a register tile is 4 weight
 //   rows x up to 6 tokens read in place; each 16-column step loads (and
 //   widens) four weight vectors and up to six activation vectors and issues
 //   up to 24 FMAs, while the next row tile is prefetched. Tokens are walked
 //   in chunks whose activations stay in L2 while a thread's rows stream past.
-// - Many tokens (prefill): each 8-row tile is widened to fp32 once per token
+// - Many tokens (F32 prefill, F16 / BF16 prefill of short rows): each 8-row tile is widened to fp32
+// once per token
 //   chunk and walked in blocks of kBlockCols columns, small enough to stay in
 //   L1 while every token tile of the chunk passes over them; a register tile
 //   is 8 rows x 3 tokens, so a 16-column step reads 3 activation lines from
 //   L2 and 8 weight lines from L1 for 24 FMAs (the 4 x 6 tile read 10 lines
-//   from L2, which capped it at about 40% of the FMA peak). The 24
+//   from L2, which capped F32 at about 40% of the FMA peak). The 24
 //   accumulators are saved between column blocks and resumed, so each lane
 //   still sums its columns in k order.
 #include "kernels/matmul_float_avx512.h"
@@ -49,6 +51,20 @@ constexpr int kBlockRows = 8;
 constexpr int kBlockTokens = 3;
 constexpr int64_t kBlockCols = 512;
 constexpr size_t kBlockChunkBytes = size_t{1} << 20;
+// Which path runs n tokens. F32 weights take the many-token one above
+// 2 x kTokens. F16 / BF16 weights pay for widening a row tile to fp32 only
+// when the rows are short and the tokens many: the few-token path converts
+// its 4 rows (16 KiB at 2048 columns) on the fly from L1 for each token tile
+// and skips the widening pass and the saved accumulators. Measured on Zen 5,
+// 2 threads (build/bench_kernels --benchmark_filter='BM_Matmul/type:1/',
+// both paths alternated): 5632 x 2048 F16 n = 13 / 16 / 32 / 64 / 512 took
+// 2.2 / 2.3 / 4.1 / 7.0 / 41-46 ms on the many-token path and 1.3 / 1.2 /
+// 2.7 / 5.2 / 43-44 on the few-token one (BF16 n = 512: 43-44 vs 38-41); at
+// 256-512 columns the many-token path wins from about n = 80 (4096 x 256:
+// 0.47-0.52 vs 0.57-0.58 ms), at 1024 columns the two are within noise.
+constexpr int64_t kFewTokenMaxF32 = 2 * kTokens;
+constexpr int64_t kFewTokenMaxNarrow = 48;  // F16 / BF16 rows of < kWideCols
+constexpr int64_t kWideCols = 1536;         // F16 / BF16: the few-token path at every n
 
 struct LoadF32 {
   static constexpr int kElemBytes = 4;
@@ -423,7 +439,9 @@ void matmul_chunks(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes
 template <class Load>
 void matmul_typed(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
                   float* y, int64_t r0, int64_t r1) {
-  if (n > 2 * kTokens) return matmul_blocked<Load>(w, x_enc, x_row_bytes, n, y, r0, r1);
+  const bool many =
+      Load::kElemBytes == 4 ? n > kFewTokenMaxF32 : w.cols < kWideCols && n > kFewTokenMaxNarrow;
+  if (many) return matmul_blocked<Load>(w, x_enc, x_row_bytes, n, y, r0, r1);
   matmul_chunks<Load>(w, x_enc, x_row_bytes, n, y, r0, r1);
 }
 

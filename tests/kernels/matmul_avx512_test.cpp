@@ -243,6 +243,9 @@ TEST(MatmulAvx512, FloatOutputsAreIndependentOfBatchAndThreads) {
 // tail rows, and the many-token path's 8 / 4 / 1 rows x 1..3 tokens, its
 // accumulators carried across 512-column blocks (704, 1100, 2053 columns)
 // and token chunks of 1 MiB of activations (130 tokens of 2053 columns).
+// F16 / BF16 weights take the many-token path only for rows under 1536
+// columns and more than 48 tokens (n = 50, 53 below), and the few-token
+// path at every n for wider rows (2053 columns: its 512 KiB token chunks).
 TEST(MatmulAvx512, FloatOutputsFollowTheDocumentedOrderBitForBit) {
   if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
   ScopedIsa scoped(KernelIsa::kAvx512Vnni);
@@ -257,7 +260,7 @@ TEST(MatmulAvx512, FloatOutputsFollowTheDocumentedOrderBitForBit) {
         dequantize_row(type, bytes.data() + r * w.row_bytes, wf.data() + r * cols, cols);
       }
       ThreadPool pool(2);
-      std::vector<int64_t> ns = {1, 2, 3, 4, 5, 6, 7, 9, 13, 16};
+      std::vector<int64_t> ns = {1, 2, 3, 4, 5, 6, 7, 9, 13, 16, 50, 53};
       if (cols == 2053) ns = {1, 12, 13, 130};
       for (int64_t n : ns) {
         auto x = random_floats(n * cols, static_cast<uint32_t>(n * 7 + cols));
