@@ -1,18 +1,17 @@
 // AVX-512 FMA matmul for F32 / F16 / BF16 weights; see the header for the
-// rounding order. Two paths, one order:
-// - Few tokens (decode, verify steps, batched decode; and every n for
-//   F16 / BF16 rows of 1536 columns or more, see kWideCols): a register tile is 4 weight
-//   rows x up to 6 tokens read in place; each 16-column step loads (and
-//   widens) four weight vectors and up to six activation vectors and issues
-//   up to 24 FMAs, while the next row tile is prefetched. Tokens are walked
-//   in chunks whose activations stay in L2 while a thread's rows stream past.
-// - Many tokens (F32 prefill, F16 / BF16 prefill of short rows): each 8-row tile is widened to fp32
-// once per token
-//   chunk and walked in blocks of kBlockCols columns, small enough to stay in
-//   L1 while every token tile of the chunk passes over them; a register tile
-//   is 8 rows x 3 tokens, so a 16-column step reads 3 activation lines from
-//   L2 and 8 weight lines from L1 for 24 FMAs (the 4 x 6 tile read 10 lines
-//   from L2, which capped F32 at about 40% of the FMA peak). The 24
+// rounding order. Two paths, one order (which runs when: kWideCols below):
+// - Few tokens (decode, verify steps, batched decode; every n of wide
+//   F16 / BF16 rows): a register tile is 4 weight rows x up to 6 tokens
+//   read in place; each 16-column step loads (and widens) four weight
+//   vectors and up to six activation vectors and issues up to 24 FMAs,
+//   while the next row tile is prefetched. Tokens are walked in chunks
+//   whose activations stay in L2 while a thread's rows stream past.
+// - Many tokens (F32 prefill, F16 / BF16 prefill of short rows): each 8-row
+//   tile is widened to fp32 once per token chunk and walked in blocks of
+//   kBlockCols columns, small enough to stay in L1 while every token tile
+//   of the chunk passes over them; a register tile is 8 rows x 3 tokens, so
+//   a 16-column step reads 3 activation lines from L2 and 8 weight lines
+//   from L1 for 24 FMAs (the 4 x 6 tile reads 10 lines from L2). The 24
 //   accumulators are saved between column blocks and resumed, so each lane
 //   still sums its columns in k order.
 #include "kernels/matmul_float_avx512.h"
