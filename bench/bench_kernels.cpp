@@ -120,8 +120,9 @@ void matmul_args(benchmark::internal::Benchmark* b) {
       b->Args({static_cast<int64_t>(DType::kF16), s.first, s.second, n});
     }
   }
-  // The 1.1B F16 FFN gate+up across the token counts where the few-token
-  // path hands over to the many-token one (batched decode, verify steps).
+  // The 1.1B F16 FFN gate+up across the token counts of batched decode,
+  // verify steps and prefill chunks (wide F16 rows stay on the few-token
+  // path at every n; see kWideCols in matmul_float_avx512.cpp).
   for (int64_t n : {4, 6, 12, 13, 16, 24, 32, 64, 128, 256}) {
     b->Args({static_cast<int64_t>(DType::kF16), 5632, 2048, n});
   }
