@@ -114,7 +114,10 @@ ChoiceOutput unmoved(const GenerationRequest& r) {
 
 // Runs `r` on `sender` until it produced at least `k` tokens, then migrates
 // it: what the sender emitted, and the resume state.
-std::pair<ChoiceOutput, std::shared_ptr<const ResumeState>> run_and_export(
+// One run of `r` on `sender`, asked to migrate once it has emitted `k`
+// tokens: what the client saw and the stream's resume state (null when the
+// request finished before the engine took the migration).
+std::pair<ChoiceOutput, std::shared_ptr<const ResumeState>> run_once_and_export(
     Engine& sender, const GenerationRequest& r, size_t k, const std::string& kv_peer) {
   Result<std::shared_ptr<RequestStream>> s = sender.add_request(r);
   EXPECT_TRUE(s.is_ok());
@@ -138,6 +141,21 @@ std::pair<ChoiceOutput, std::shared_ptr<const ResumeState>> run_and_export(
   }
   EXPECT_TRUE((*s)->is_done());
   return {out[0], (*s)->resume_state()};
+}
+
+// The engine runs on its own thread and the test reads its tokens from
+// another: on a loaded machine the request can reach max_tokens before the
+// engine sees the migration. That run is not what the test is about, so it
+// is run again (the sender's prefix cache and the seeded sampler give the
+// same tokens); a migration that never lands in 8 runs still fails.
+std::pair<ChoiceOutput, std::shared_ptr<const ResumeState>> run_and_export(
+    Engine& sender, const GenerationRequest& r, size_t k, const std::string& kv_peer) {
+  for (int attempt = 0;; ++attempt) {
+    auto [sent, state] = run_once_and_export(sender, r, k, kv_peer);
+    if (state != nullptr || attempt == 7 || sent.finish_reason != FinishReason::kLength) {
+      return {sent, state};
+    }
+  }
 }
 
 // Resumes `r` from `state` on `receiver`: what it emitted.
