@@ -1,15 +1,26 @@
-// PackedWeight: a copy of one weight in the layout this CPU's matmul kernel
-// reads fastest (WeightLayout::kTiled16 for Q4_0/Q8_0 on AVX-512 VNNI CPUs,
-// and for Q4_K/Q6_K on those without a usable AMX unit),
-// built once when a model loads, so the kernel streams one sequential run
-// per 16-row tile and never transposes at run time. Same size as the GGUF
-// bytes (plus at most 63 bytes per tile; Q6_K 32 bytes per super-block of a
-// tile, 1%) and the same results bit for bit: only the order of the bytes
-// changes, not the arithmetic.
+// PackedWeight: a copy of one weight, made once when a model loads, in the
+// layout this CPU's matmul kernel reads fastest and in the process's own
+// memory:
+//   - Q4_0/Q8_0 on AVX-512 VNNI CPUs, and Q4_K/Q6_K on those without a
+//     usable AMX unit: WeightLayout::kTiled16, so the kernel streams one
+//     sequential run per 16-row tile and never transposes at run time. Same
+//     size as the GGUF bytes (plus at most 63 bytes per tile; Q6_K 32 bytes
+//     per super-block of a tile, 1%).
+//   - F32/F16/BF16, on every CPU: the GGUF bytes as they are (kGguf), copied
+//     out of the file mapping. Decode streams every weight once per token,
+//     and it streams anonymous memory faster than the mapped file's page
+//     cache: 1.1B F16 decode went from 11.7-15.0 to 19.8-21.4 tok/s on a
+//     Zen 5 EPYC (docs/architecture.md, Kernels). The quantized copies
+//     above get this too.
+// Results are the same bit for bit: only where the bytes live, and for the
+// tiled layouts their order, changes, never the arithmetic. The model
+// releases the file's pages of every weight it copies, so the copy is what
+// stays resident.
 //
-// Ownership: owns its 64-byte aligned buffer; view() points into it and is
-// valid while the PackedWeight lives. Immutable after pack(); safe to read
-// from any thread.
+// Ownership: owns its 64-byte aligned buffer (2 MiB aligned when it is that
+// large, so transparent huge pages can back it); view() points into it and
+// is valid while the PackedWeight lives. Immutable after pack(); safe to
+// read from any thread.
 #pragma once
 
 #include <cstddef>
@@ -22,13 +33,14 @@ namespace strata {
 
 class PackedWeight {
  public:
-  // Whether pack() would repack a weight of this type on this CPU (at the
+  // Whether pack() would copy a weight of this type on this CPU (at the
   // current kernel_isa()).
   static bool is_packable(DType type);
 
-  // The repacked copy of w (a kGguf weight whose rows are whole blocks), or
-  // nullptr when this CPU's kernel for w.type reads the GGUF layout
-  // directly. Packs on the pool's threads when one is given.
+  // The copy of w (a kGguf weight whose rows are whole blocks), repacked
+  // where this CPU's kernel reads another layout, or nullptr when w.type is
+  // not copied here (a type no kernel above repacks, and not a float type).
+  // Copies on the pool's threads when one is given.
   static std::unique_ptr<PackedWeight> pack(const WeightView& w, ThreadPool* pool = nullptr);
 
   const WeightView& view() const { return view_; }

@@ -198,19 +198,23 @@ void ModelWeights::pack_weights() {
   if (!any) return;
   ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   for (WeightView* v : views) {
+    std::unique_ptr<uint8_t[]>* shard = nullptr;  // v's column-slice copy, if it is one
+    for (std::unique_ptr<uint8_t[]>& s : column_shards_) {
+      if (s.get() == v->data) shard = &s;
+    }
+    // A float weight is copied only out of the file: a column slice
+    // already lives in memory of its own.
+    const bool is_float =
+        v->type == DType::kF32 || v->type == DType::kF16 || v->type == DType::kBF16;
+    if (shard != nullptr && is_float) continue;
     std::unique_ptr<PackedWeight> p = PackedWeight::pack(*v, &pool);
     if (p == nullptr) continue;
     const auto* embd = static_cast<const uint8_t*>(token_embd_.data);
     const auto* data = static_cast<const uint8_t*>(v->data);
     const bool shared_with_embd =
         data >= embd && data < embd + token_embd_.row_bytes * static_cast<size_t>(token_embd_.rows);
-    bool is_copy = false;
-    for (std::unique_ptr<uint8_t[]>& shard : column_shards_) {
-      if (shard.get() == v->data) {
-        shard.reset();  // the packed copy replaces it
-        is_copy = true;
-      }
-    }
+    const bool is_copy = shard != nullptr;
+    if (is_copy) shard->reset();  // the packed copy replaces it
     if (!shared_with_embd && !is_copy)
       file_->release_pages(v->data, v->row_bytes * static_cast<size_t>(v->rows));
     *v = p->view();

@@ -197,9 +197,6 @@ TEST(MatmulAvx512, TiledLayoutIsBitIdenticalToGgufLayout) {
       }
     }
   }
-  // Types the kernel reads as they are are not packed.
-  const WeightView f32{DType::kF32, 4, 32, nullptr, 128};
-  EXPECT_EQ(PackedWeight::pack(f32), nullptr);
 }
 
 // The same for the float kernels, with a partial last vector (117 columns).

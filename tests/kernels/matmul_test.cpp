@@ -130,6 +130,41 @@ TEST(Matmul, RepeatedCallsGiveIdenticalResults) {
   for (int r = 0; r < 9; ++r) EXPECT_EQ(b[r], a[9 + r]);
 }
 
+// Float weights are copied as they are, on every ISA: the GGUF layout, the
+// same bytes in memory of the copy's own, the same outputs bit for bit.
+TEST(PackedWeight, FloatWeightsAreCopiedAsTheyAre) {
+  ThreadPool pool(3);
+  for (KernelIsa isa : isas_to_test()) {
+    ScopedIsa scoped(isa);
+    for (DType type : {DType::kF32, DType::kF16, DType::kBF16}) {
+      EXPECT_TRUE(PackedWeight::is_packable(type));
+      const int64_t rows = 37, cols = 117;
+      const auto src = random_floats(rows * cols, 5, 0.1f);
+      const auto bytes = quantize_rows(type, src.data(), rows, cols);
+      const WeightView w{type, rows, cols, bytes.data(), dtype_row_bytes(type, cols)};
+      for (ThreadPool* copier : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        const std::unique_ptr<PackedWeight> copy = PackedWeight::pack(w, copier);
+        ASSERT_NE(copy, nullptr) << dtype_name(type);
+        const WeightView& c = copy->view();
+        EXPECT_EQ(c.layout, WeightLayout::kGguf);
+        EXPECT_EQ(c.type, type);
+        EXPECT_EQ(c.rows, rows);
+        EXPECT_EQ(c.cols, cols);
+        EXPECT_EQ(c.row_bytes, w.row_bytes);
+        EXPECT_NE(c.data, w.data);
+        EXPECT_EQ(copy->size_bytes(), bytes.size());
+        EXPECT_EQ(std::memcmp(c.data, bytes.data(), bytes.size()), 0) << dtype_name(type);
+        const auto x = random_floats(5 * cols, 6);
+        std::vector<float> a(5 * rows), b(5 * rows);
+        matmul(w, x.data(), 5, a.data(), pool);
+        matmul(c, x.data(), 5, b.data(), pool);
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+            << kernel_isa_name(isa) << " " << dtype_name(type);
+      }
+    }
+  }
+}
+
 // matmul_group gives each target matmul's bits: on every ISA and pool size,
 // for every type (GGUF and as a model loads it, packed where this CPU
 // repacks), with rows that do not fill a tile, and for a group it must split

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -240,7 +241,7 @@ TEST(ModelConfig, SlidingWindowIsUnsupported) {
   EXPECT_NE(error_of(c).find("sliding-window attention is not supported"), std::string::npos);
 }
 
-TEST(ModelWeights, ViewsPointIntoTheFileAndEmbedDequantizes) {
+TEST(ModelWeights, FloatMatmulWeightsAreCopiedAndEmbedDequantizes) {
   Crafted c("qwen2");
   c.has_output = false;
   c.tensor_type["token_embd.weight"] = DType::kQ8_0;
@@ -262,10 +263,23 @@ TEST(ModelWeights, ViewsPointIntoTheFileAndEmbedDequantizes) {
   EXPECT_EQ(w->layers()[1].attn_k.cols, 64);
   EXPECT_NE(w->layers()[0].bias_v, nullptr);
   EXPECT_EQ(w->layers()[0].q_norm, nullptr);
+  // The embedding and the biases are read in place; a float matmul weight
+  // is the model's own copy of its bytes (kernels/packed_weight.h).
   const uint8_t* lo = bytes.data();
   const uint8_t* hi = bytes.data() + bytes.size();
-  const auto* q = static_cast<const uint8_t*>(w->layers()[0].attn_q.data);
-  EXPECT_TRUE(q >= lo && q < hi);
+  const auto in_file = [&](const void* p) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    return b >= lo && b < hi;
+  };
+  EXPECT_TRUE(in_file(w->token_embd().data));
+  EXPECT_TRUE(in_file(w->layers()[0].bias_v));
+  const WeightView& q = w->layers()[0].attn_q;
+  const GgufTensor* qt = w->file().tensor("blk.0.attn_q.weight");
+  ASSERT_NE(qt, nullptr);
+  ASSERT_EQ(q.type, DType::kF32);
+  EXPECT_FALSE(in_file(q.data));
+  EXPECT_EQ(q.layout, WeightLayout::kGguf);
+  EXPECT_EQ(std::memcmp(q.data, qt->data, qt->nbytes), 0);
   std::vector<float> row(64, 0.0f);
   w->embed(39, row.data());
   for (float v : row) EXPECT_NEAR(v, 1.0f, 1e-3f);  // Q8_0 scale is fp16
