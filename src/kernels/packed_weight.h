@@ -9,16 +9,15 @@
 //   - F32/F16/BF16, on every CPU: the GGUF bytes as they are (kGguf), copied
 //     out of the file mapping. Decode streams every weight once per token,
 //     and it streams anonymous memory faster than the mapped file's page
-//     cache: 1.1B F16 decode went from 11.7-15.0 to 19.8-21.4 tok/s on a
-//     Zen 5 EPYC (docs/architecture.md, Kernels). The quantized copies
-//     above get this too.
+//     cache: 1.1B F16 decode went from 14.8-16.2 to 19.9-23.2 tok/s on a
+//     Zen 5 EPYC (docs/architecture.md, Kernels).
 // Results are the same bit for bit: only where the bytes live, and for the
 // tiled layouts their order, changes, never the arithmetic. The model
 // releases the file's pages of every weight it copies, so the copy is what
 // stays resident.
 //
 // Ownership: owns its 64-byte aligned buffer (2 MiB aligned when it is that
-// large, so transparent huge pages can back it); view() points into it and
+// large, and advised for transparent huge pages); view() points into it and
 // is valid while the PackedWeight lives. Immutable after pack(); safe to
 // read from any thread.
 #pragma once
