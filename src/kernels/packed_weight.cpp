@@ -23,10 +23,6 @@ bool is_tiled_kquant(DType type) {
   return avx512_kquant::tiled_supports(type) && !amx_support().usable();
 }
 
-bool is_float(DType type) {
-  return type == DType::kF32 || type == DType::kF16 || type == DType::kBF16;
-}
-
 bool is_tiled(DType type) {
   return kernel_isa() == KernelIsa::kAvx512Vnni &&
          (avx512::matmul_supports(type) || is_tiled_kquant(type));
@@ -53,7 +49,11 @@ void PackedWeight::FreeBytes::operator()(uint8_t* p) const {
 }
 
 bool PackedWeight::is_packable(DType type) {
-  return is_tiled(type) || is_float(type);
+  return is_tiled(type) || copies_as_is(type);
+}
+
+bool PackedWeight::copies_as_is(DType type) {
+  return type == DType::kF32 || type == DType::kF16 || type == DType::kBF16;
 }
 
 std::unique_ptr<PackedWeight> PackedWeight::pack(const WeightView& w, ThreadPool* pool) {

@@ -35,6 +35,9 @@ class PackedWeight {
   // Whether pack() would copy a weight of this type on this CPU (at the
   // current kernel_isa()).
   static bool is_packable(DType type);
+  // Whether pack() copies a weight of this type byte for byte (F32/F16/BF16:
+  // the GGUF layout, only moved into memory of its own).
+  static bool copies_as_is(DType type);
 
   // The copy of w (a kGguf weight whose rows are whole blocks), repacked
   // where this CPU's kernel reads another layout, or nullptr when w.type is

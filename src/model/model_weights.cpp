@@ -204,9 +204,7 @@ void ModelWeights::pack_weights() {
     }
     // A float weight is copied only out of the file: a column slice
     // already lives in memory of its own.
-    const bool is_float =
-        v->type == DType::kF32 || v->type == DType::kF16 || v->type == DType::kBF16;
-    if (shard != nullptr && is_float) continue;
+    if (shard != nullptr && PackedWeight::copies_as_is(v->type)) continue;
     std::unique_ptr<PackedWeight> p = PackedWeight::pack(*v, &pool);
     if (p == nullptr) continue;
     const auto* embd = static_cast<const uint8_t*>(token_embd_.data);
