@@ -273,7 +273,23 @@ bool SequenceSampler::is_greedy() const {
 
 void SequenceSampler::load(const float* logits, SamplerWorkspace& ws) const {
   float* work = ws.work.data();
-  for (int32_t i = 0; i < vocab_size_; ++i) work[i] = sanitize(logits[i]);
+  int32_t i = 0;
+#if defined(__SSE2__)
+  // sanitize(), four at a time: NaN (unordered with itself) to -inf, +inf
+  // to the largest float.
+  const __m128 neg_inf = _mm_set1_ps(kNegInf);
+  const __m128 pos_inf = _mm_set1_ps(std::numeric_limits<float>::infinity());
+  const __m128 largest = _mm_set1_ps(std::numeric_limits<float>::max());
+  for (; i + 4 <= vocab_size_; i += 4) {
+    __m128 x = _mm_loadu_ps(logits + i);
+    const __m128 nan = _mm_cmpunord_ps(x, x);
+    const __m128 inf = _mm_cmpeq_ps(x, pos_inf);
+    x = _mm_or_ps(_mm_andnot_ps(inf, x), _mm_and_ps(inf, largest));
+    x = _mm_or_ps(_mm_andnot_ps(nan, x), _mm_and_ps(nan, neg_inf));
+    _mm_storeu_ps(work + i, x);
+  }
+#endif
+  for (; i < vocab_size_; ++i) work[i] = sanitize(logits[i]);
 }
 
 double SequenceSampler::raw_log_sum_exp(const SamplerWorkspace& ws) const {
@@ -311,10 +327,11 @@ int32_t SequenceSampler::prepare(SamplerWorkspace& ws) const {
 
   // 3. Temperature (or greedy).
   if (is_greedy()) {
+    // The first id holding the maximum (ties: the lower id), found with the
+    // vectorized max and one scan that stops there.
+    const float top = max_of(work, vocab);
     size_t best = 0;
-    for (size_t i = 1; i < vocab; ++i) {
-      if (work[i] > work[best]) best = i;
-    }
+    while (best + 1 < vocab && work[best] != top) ++best;
     ws.ids[0] = static_cast<int32_t>(best);
     ws.num_kept = 1;
     ws.is_identity = false;
@@ -433,7 +450,8 @@ SampleResult SequenceSampler::sample(const float* logits, SamplerWorkspace& ws) 
   assert(ws.vocab_size() == vocab_size_);
   SampleResult out;
   load(logits, ws);
-  const double lse = raw_log_sum_exp(ws);
+  // The log-normaliser costs an exp per vocabulary entry: only for logprobs.
+  const double lse = params_.num_logprobs > 0 ? raw_log_sum_exp(ws) : 0.0;
   fill_top_logprobs(lse, ws, &out);
 
   int32_t token = prepare(ws);
@@ -453,7 +471,9 @@ SampleResult SequenceSampler::sample(const float* logits, SamplerWorkspace& ws) 
     token = ws.is_identity ? static_cast<int32_t>(chosen) : ws.ids[chosen];
   }
   out.token = token;
-  out.logprob = static_cast<float>(static_cast<double>(sanitize(logits[token])) - lse);
+  if (params_.num_logprobs > 0) {
+    out.logprob = static_cast<float>(static_cast<double>(sanitize(logits[token])) - lse);
+  }
   append_output_token(token);
   return out;
 }
@@ -463,7 +483,8 @@ SampleResult SequenceSampler::verify(const float* logits, int32_t draft, Sampler
   assert(ws.vocab_size() == vocab_size_);
   SampleResult out;
   load(logits, ws);
-  const double lse = raw_log_sum_exp(ws);
+  // The log-normaliser costs an exp per vocabulary entry: only for logprobs.
+  const double lse = params_.num_logprobs > 0 ? raw_log_sum_exp(ws) : 0.0;
   fill_top_logprobs(lse, ws, &out);
 
   int32_t token = prepare(ws);
@@ -500,7 +521,9 @@ SampleResult SequenceSampler::verify(const float* logits, int32_t draft, Sampler
   }
   *accepted = token == draft;
   out.token = token;
-  out.logprob = static_cast<float>(static_cast<double>(sanitize(logits[token])) - lse);
+  if (params_.num_logprobs > 0) {
+    out.logprob = static_cast<float>(static_cast<double>(sanitize(logits[token])) - lse);
+  }
   append_output_token(token);
   return out;
 }

@@ -81,7 +81,7 @@ struct TokenLogprob {
 
 struct SampleResult {
   int32_t token = 0;
-  float logprob = 0.0f;                    // of `token` under the raw logits' softmax
+  float logprob = 0.0f;  // of `token` under the raw logits' softmax; 0 unless num_logprobs > 0
   std::vector<TokenLogprob> top_logprobs;  // num_logprobs entries, most likely first
 };
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <random>
 #include <set>
 
 namespace strata {
@@ -136,6 +137,35 @@ TEST(SequenceSampler, GreedyPicksArgmaxLowestIdOnTies) {
   p.temperature = 5e-6f;  // below the greedy threshold
   Harness s2 = make(p, 6);
   EXPECT_EQ(s2.sample(logits.data()).token, 1);
+}
+
+// The vectorized load and argmax against a scalar scan, on rows of odd
+// lengths with ties, NaN, +inf, -inf and signed zeros in and out of whole
+// 4-lane groups: the first id of the largest sanitized logit (NaN -> -inf,
+// +inf -> the largest float), and an all-NaN row picks id 0.
+TEST(SequenceSampler, GreedyArgmaxMatchesAScalarScanOnSpecialValues) {
+  std::mt19937 rng(17);
+  const float specials[] = {kNaN, kInf, -kInf, 0.0f, -0.0f, 1.0f, 1.0f, -2.5f};
+  for (int32_t vocab : {1, 3, 4, 5, 37, 4099}) {
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<float> logits(static_cast<size_t>(vocab));
+      for (float& x : logits) {
+        x = rng() % 4 == 0 ? specials[rng() % 8] : static_cast<float>(rng() % 7) - 3.0f;
+      }
+      if (trial == 0) std::fill(logits.begin(), logits.end(), kNaN);
+      size_t expected = 0;
+      auto clean = [](float x) {
+        return std::isnan(x) ? -kInf : (x == kInf ? std::numeric_limits<float>::max() : x);
+      };
+      for (size_t i = 1; i < logits.size(); ++i) {
+        if (clean(logits[i]) > clean(logits[expected])) expected = i;
+      }
+      SamplingParams p;
+      p.temperature = 0;
+      ASSERT_EQ(make(p, vocab).sample(logits.data()).token, static_cast<int32_t>(expected))
+          << "vocab " << vocab << " trial " << trial;
+    }
+  }
 }
 
 TEST(SequenceSampler, GreedyIgnoresSeedAndFilters) {
@@ -503,6 +533,7 @@ TEST(SequenceSampler, SingleTokenVocab) {
   p.top_p = 0.1f;
   p.min_p = 0.9f;
   p.top_k = 1;
+  p.num_logprobs = 1;
   Harness s = make(p, 1);
   const SampleResult r = s.sample(&logit);
   EXPECT_EQ(r.token, 0);
@@ -524,6 +555,7 @@ TEST(SequenceSampler, HugeLogitsUnderLowTemperatureStayFinite) {
   SamplingParams p;
   p.temperature = 1e-4f;
   p.seed = 5;
+  p.num_logprobs = 1;
   Harness s = make(p, 3);
   std::set<int32_t> seen;
   for (int i = 0; i < 100; ++i) {
