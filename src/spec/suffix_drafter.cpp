@@ -11,9 +11,9 @@ void SuffixDrafter::Trie::begin_sequence() {
 }
 
 int32_t SuffixDrafter::Trie::child(int32_t node, int32_t token) const {
-  if (node == 0) {
-    const auto it = root_children_.find(token);
-    return it == root_children_.end() ? -1 : it->second;
+  if (nodes_[static_cast<size_t>(node)].num_children > kListChildren) {
+    const auto it = wide_children_.find(edge_key(node, token));
+    return it == wide_children_.end() ? -1 : it->second;
   }
   for (int32_t c = nodes_[static_cast<size_t>(node)].first_child; c >= 0;
        c = nodes_[static_cast<size_t>(c)].next_sibling) {
@@ -41,8 +41,15 @@ void SuffixDrafter::Trie::append(int32_t token) {
       fresh.token = token;
       fresh.next_sibling = nodes_[static_cast<size_t>(node)].first_child;
       nodes_.push_back(fresh);
-      nodes_[static_cast<size_t>(node)].first_child = next;
-      if (node == 0) root_children_.emplace(token, next);
+      Node& parent = nodes_[static_cast<size_t>(node)];
+      parent.first_child = next;
+      if (++parent.num_children == kListChildren + 1) {
+        for (int32_t c = next; c >= 0; c = nodes_[static_cast<size_t>(c)].next_sibling) {
+          wide_children_.emplace(edge_key(node, nodes_[static_cast<size_t>(c)].token), c);
+        }
+      } else if (parent.num_children > kListChildren) {
+        wide_children_.emplace(edge_key(node, token), next);
+      }
     }
     ++nodes_[static_cast<size_t>(node)].continuations;
     ++nodes_[static_cast<size_t>(next)].count;
@@ -74,8 +81,35 @@ int32_t SuffixDrafter::Trie::propose(std::span<const int32_t> context, int32_t m
       hi = mid - 1;
     }
   }
-  const int32_t match = lo;
-  if (match == 0) return 0;
+  if (lo > 0) walk(node, lo, max_drafts, options, out);
+  return lo;
+}
+
+int32_t SuffixDrafter::Trie::propose_current(int32_t max_drafts,
+                                             const SuffixDrafterOptions& options,
+                                             std::vector<int32_t>* out) const {
+  // As propose() over the current sequence: the same monotone property,
+  // read off the live suffixes' nodes (active_[m - 1] has length m).
+  const int32_t longest = std::min<int32_t>(max_depth_ - 1, static_cast<int32_t>(active_.size()));
+  const auto continued = [&](int32_t m) {
+    return nodes_[static_cast<size_t>(active_[static_cast<size_t>(m - 1)])].continuations > 0;
+  };
+  int32_t lo = 0, hi = longest;
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo + 1) / 2;
+    if (continued(mid)) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (lo > 0) walk(active_[static_cast<size_t>(lo - 1)], lo, max_drafts, options, out);
+  return lo;
+}
+
+void SuffixDrafter::Trie::walk(int32_t node, int32_t match, int32_t max_drafts,
+                               const SuffixDrafterOptions& options,
+                               std::vector<int32_t>* out) const {
   const int32_t limit = std::min<int32_t>(
       max_drafts, std::max<int32_t>(1, static_cast<int32_t>(options.max_spec_factor * match)));
   double prob = 1.0;
@@ -99,7 +133,6 @@ int32_t SuffixDrafter::Trie::propose(std::span<const int32_t> context, int32_t m
     out->push_back(best_token);
     node = best_node;
   }
-  return match;
 }
 
 SuffixDrafter::SuffixDrafter(const SuffixDrafterOptions& options)
@@ -123,7 +156,7 @@ void SuffixDrafter::propose(uint64_t request_id, std::span<const int32_t> tokens
 
   mine_.clear();
   theirs_.clear();
-  const int32_t m1 = slot->trie.propose(tokens, max_drafts, options_, &mine_);
+  const int32_t m1 = slot->trie.propose_current(max_drafts, options_, &mine_);
   const int32_t m2 = global_.propose(tokens, max_drafts, options_, &theirs_);
   const bool take_global =
       theirs_.size() > mine_.size() || (theirs_.size() == mine_.size() && m2 > m1);

@@ -10,10 +10,10 @@
 // max_drafts and max_spec_factor x match length tokens; the trie whose walk
 // is longer wins.
 //
-// Memory: a trie holds at most D nodes (20 bytes each) per token inserted,
-// fewer where paths repeat; the global trie keeps max_cached_requests
-// outputs and is rebuilt from those still remembered when it would exceed
-// them. Not thread-safe (engine thread).
+// Memory: a trie holds at most D nodes (24 bytes each, and a hash entry for each child of a node
+// with more than 8) per token inserted, fewer where paths repeat; the global trie keeps
+// max_cached_requests outputs and is rebuilt from those still remembered when it would exceed them.
+// Not thread-safe (engine thread).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +58,11 @@ class SuffixDrafter : public Drafter {
     // returns the match length (0: none).
     int32_t propose(std::span<const int32_t> context, int32_t max_drafts,
                     const SuffixDrafterOptions& options, std::vector<int32_t>* out) const;
+    // The same for the context that is the current sequence itself (what a
+    // request's own trie is asked for): its suffixes' nodes are the live
+    // ones append() keeps, so no path is walked from the root.
+    int32_t propose_current(int32_t max_drafts, const SuffixDrafterOptions& options,
+                            std::vector<int32_t>* out) const;
     size_t num_nodes() const { return nodes_.size(); }
 
    private:
@@ -71,16 +76,30 @@ class SuffixDrafter : public Drafter {
       int32_t next_sibling = -1;
       int32_t count = 0;          // occurrences of this path
       int32_t continuations = 0;  // sum of the children's counts
+      int32_t num_children = 0;
     };
+    // A node with more children than this finds them by hash, not by list.
+    static constexpr int32_t kListChildren = 8;
+    static uint64_t edge_key(int32_t node, int32_t token) {
+      return (static_cast<uint64_t>(static_cast<uint32_t>(node)) << 32) |
+             static_cast<uint32_t>(token);
+    }
     int32_t child(int32_t node, int32_t token) const;
+    // The drafts from `node`, the end of a match of length `match`.
+    void walk(int32_t node, int32_t match, int32_t max_drafts, const SuffixDrafterOptions& options,
+              std::vector<int32_t>* out) const;
     // The node of `path` from the root (-1: no such path).
     int32_t find(std::span<const int32_t> path) const;
     int32_t max_depth_;
     std::vector<Node> nodes_;  // [0] is the root
-    // The root's children by token: the root has a child per distinct token
-    // seen, too many to scan on every lookup (its list keeps them too).
-    std::unordered_map<int32_t, int32_t> root_children_;
-    std::vector<int32_t> active_;  // nodes of the current sequence's live suffixes
+    // The children of wide nodes by (node, token): the root has a child per
+    // distinct token seen, and in a trie over many outputs the nodes near
+    // it have hundreds, too many to scan on every lookup (their lists keep
+    // them too, for the walk).
+    std::unordered_map<uint64_t, int32_t> wide_children_;
+    // The nodes of the current sequence's suffixes: active_[j] is the one of
+    // length j + 1 (at most max_depth).
+    std::vector<int32_t> active_;
   };
 
  private:

@@ -32,37 +32,71 @@ TEST(SuffixTrie, FollowsTheMostFrequentContinuation) {
 
 // The match length against a brute-force scan: the longest suffix of the
 // context (shorter than the depth) that occurs in a sequence with a token
-// after it, on random streams over 3 tokens (many repeats, many lengths).
+// after it, on random streams over 3 tokens (many repeats, many lengths)
+// and over 24 (nodes with more children than a list holds, found by hash).
 TEST(SuffixTrie, MatchIsTheLongestContinuedSuffixByBruteForce) {
   std::mt19937 rng(11);
-  std::uniform_int_distribution<int32_t> token(0, 2);
-  for (int32_t depth : {2, 3, 6, 9}) {
-    std::vector<std::vector<int32_t>> seqs(3);
-    for (auto& seq : seqs) {
-      seq.resize(static_cast<size_t>(5 + rng() % 40));
-      for (int32_t& x : seq) x = token(rng);
-    }
-    const Trie t = trie_of(seqs, depth);
-    SuffixDrafterOptions o;
-    for (int trial = 0; trial < 200; ++trial) {
-      std::vector<int32_t> ctx(static_cast<size_t>(1 + rng() % 12));
-      for (int32_t& x : ctx) x = token(rng);
-      int32_t expected = 0;
-      for (int32_t m = std::min<int32_t>(depth - 1, static_cast<int32_t>(ctx.size()));
-           m >= 1 && expected == 0; --m) {
-        for (const auto& seq : seqs) {
-          for (size_t i = 0; i + static_cast<size_t>(m) < seq.size(); ++i) {
-            if (std::equal(ctx.end() - m, ctx.end(),
-                           seq.begin() + static_cast<std::ptrdiff_t>(i))) {
-              expected = m;
+  for (int32_t alphabet : {3, 24})
+    for (int32_t depth : {2, 3, 6, 9}) {
+      std::uniform_int_distribution<int32_t> token(0, alphabet - 1);
+      std::vector<std::vector<int32_t>> seqs(alphabet == 3 ? 3 : 12);
+      for (auto& seq : seqs) {
+        seq.resize(static_cast<size_t>(5 + rng() % 40));
+        for (int32_t& x : seq) x = token(rng);
+      }
+      const Trie t = trie_of(seqs, depth);
+      SuffixDrafterOptions o;
+      for (int trial = 0; trial < 200; ++trial) {
+        std::vector<int32_t> ctx(static_cast<size_t>(1 + rng() % 12));
+        for (int32_t& x : ctx) x = token(rng);
+        int32_t expected = 0;
+        for (int32_t m = std::min<int32_t>(depth - 1, static_cast<int32_t>(ctx.size()));
+             m >= 1 && expected == 0; --m) {
+          for (const auto& seq : seqs) {
+            for (size_t i = 0; i + static_cast<size_t>(m) < seq.size(); ++i) {
+              if (std::equal(ctx.end() - m, ctx.end(),
+                             seq.begin() + static_cast<std::ptrdiff_t>(i))) {
+                expected = m;
+              }
             }
           }
         }
+        std::vector<int32_t> out;
+        ASSERT_EQ(t.propose(ctx, 4, o, &out), expected) << "depth " << depth << " trial " << trial;
       }
-      std::vector<int32_t> out;
-      ASSERT_EQ(t.propose(ctx, 4, o, &out), expected) << "depth " << depth << " trial " << trial;
     }
-  }
+}
+
+// A request's own trie proposes for its current sequence from the live
+// suffixes' nodes; that must match the walk from the root token for token,
+// at every length of the stream (shorter and longer than the depth), and
+// after earlier sequences that share its paths.
+TEST(SuffixTrie, ProposalForTheCurrentSequenceMatchesTheWalkFromTheRoot) {
+  std::mt19937 rng(5);
+  SuffixDrafterOptions o;
+  o.min_token_prob = 0.2;
+  o.max_spec_factor = 2.0;
+  int64_t num_nonempty = 0;
+  for (int32_t alphabet : {4, 16})
+    for (int32_t depth : {2, 5, 24}) {
+      std::uniform_int_distribution<int32_t> token(0, alphabet - 1);
+      Trie t(depth);
+      for (int seq = 0; seq < 3; ++seq) {
+        t.begin_sequence();
+        std::vector<int32_t> stream;
+        for (int i = 0; i < 60; ++i) {
+          stream.push_back(token(rng));
+          t.append(stream.back());
+          std::vector<int32_t> from_root, current;
+          const int32_t m1 = t.propose(stream, 6, o, &from_root);
+          const int32_t m2 = t.propose_current(6, o, &current);
+          ASSERT_EQ(m2, m1) << "depth " << depth << " at " << i;
+          ASSERT_EQ(current, from_root) << "depth " << depth << " at " << i;
+          num_nonempty += current.empty() ? 0 : 1;
+        }
+      }
+    }
+  EXPECT_GT(num_nonempty, 100);  // the comparison covered real drafts
 }
 
 TEST(SuffixTrie, StopsBelowTheMinimumPathProbability) {
