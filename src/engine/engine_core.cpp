@@ -277,7 +277,8 @@ StepStats EngineCore::finish_step(const StepPlan& plan, const ExecutedStep& exec
   stats.seconds = static_cast<double>(clock_->now_ns() - t0) * 1e-9;
   if (gate_) {
     gate_->observe({stats.num_sampled, stats.num_draft_tokens, stats.num_accepted_drafts,
-                    num_rejections, stats.seconds, stats.num_prefill_tokens == 0});
+                    num_rejections, stats.seconds, stats.num_prefill_tokens == 0,
+                    plan.draft_proposal_seconds});
   }
   if (metrics_ != nullptr) {
     metrics_->observe_step(stats.num_prefill_tokens, stats.num_sampled + stats.num_accepted_drafts,

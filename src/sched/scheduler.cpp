@@ -201,8 +201,10 @@ std::vector<int32_t> Scheduler::propose_drafts(Request* r, StepState& st) {
                                        options_.max_model_len - r->num_tokens() - 1});
   if (k <= 0) return drafts;
   draft_scratch_.clear();
+  const int64_t t0 = clock_->now_ns();
   drafter_->propose(spec.id, r->tokens, r->num_prompt_tokens, static_cast<int32_t>(k),
                     &draft_scratch_);
+  st.plan->draft_proposal_seconds += static_cast<double>(clock_->now_ns() - t0) * 1e-9;
   if (draft_scratch_.empty()) return drafts;
   drafts.assign(draft_scratch_.begin(),
                 draft_scratch_.begin() + std::min<int64_t>(k, std::ssize(draft_scratch_)));

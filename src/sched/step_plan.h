@@ -80,6 +80,9 @@ struct StepPlan {
   // Requests finished (or aborted) since the previous plan: the executor
   // drops their state. Delivered even in a plan with no requests.
   std::vector<RequestId> finished_ids;
+  // Wall time the drafter spent proposing drafts for this plan (0 without
+  // speculation): what speculation costs a step whether or not it drafts.
+  double draft_proposal_seconds = 0.0;
 
   bool empty() const { return requests.empty(); }
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace strata {
 
@@ -18,6 +19,10 @@ double SpeculationGate::acceptance_of(const AcceptanceRecord& record) const {
 
 int32_t SpeculationGate::drafts_for_step(int32_t num_decoding) {
   if (!cost_gating_) return num_speculative_tokens_;
+  if (backoff_left_ > 0) {
+    if (--backoff_left_ == 0) catching_up_ = true;
+    return 0;
+  }
   // T(B) needs a recent measurement of B or of a size next to it (the
   // model interpolates between, or extends the slope below, its points). A
   // size that is never decode-only (15 requests decode while a 16th's
@@ -59,7 +64,10 @@ void SpeculationGate::select(int32_t num_decoding, std::span<DraftCandidate> can
   std::stable_sort(worths_.begin(), worths_.end(), [](const Worth& x, const Worth& y) {
     return x.expected_tokens > y.expected_tokens;
   });
-  const double plain_rate = b / plain;
+  // This step's proposals are made: a plain step now costs T(B) plus them,
+  // and so does every choice of D.
+  const double proposing = proposal_seconds_per_request_ * b;
+  const double plain_rate = b / (plain + proposing);
   double best_rate = plain_rate * (1.0 + kMargin);
   size_t best = 0;
   double expected = b;
@@ -68,12 +76,20 @@ void SpeculationGate::select(int32_t num_decoding, std::span<DraftCandidate> can
     expected += worths_[d - 1].expected_tokens;
     const double cost = costs_.estimate(b + static_cast<int32_t>(d));
     if (cost <= 0.0) break;
-    const double rate = expected / cost;
+    const double rate = expected / (cost + proposing);
     if (rate > best_rate) {
       best_rate = rate;
       best = d;
       best_cost = cost;
     }
+  }
+  // Whether proposing pays at all: the best choice against a step without
+  // speculation. If not, stop proposing for a while (doubling each time).
+  if (best_rate > (b / plain) * (1.0 + kMargin)) {
+    backoff_length_ = 0;
+  } else {
+    backoff_length_ = std::clamp(backoff_length_ * 2, 1, kMaxProposalBackoff);
+    backoff_left_ = backoff_length_;
   }
   if (best == 0) return;
   for (size_t d = 0; d < best; ++d) ++candidates[worths_[d].candidate].num_selected;
@@ -106,10 +122,19 @@ void SpeculationGate::observe(const GateObservation& step) {
   }
   selected_cost_ratio_ = 0.0;
   selected_yield_ = 0.0;
+  // The first proposals after a back-off also catch the drafter up with
+  // the tokens of the steps without: not what proposing costs a step.
+  if (step.proposal_seconds > 0.0 && !std::exchange(catching_up_, false)) {
+    const double per_request = step.proposal_seconds / step.num_decoding;
+    proposal_seconds_per_request_ =
+        proposal_seconds_per_request_ > 0.0
+            ? proposal_seconds_per_request_ * (1.0 - kProposalGain) + per_request * kProposalGain
+            : per_request;
+  }
   if (!step.is_decode_only) return;
   costs_.record(
       static_cast<int32_t>(std::min<int64_t>(step.num_decoding + step.num_draft_tokens, INT32_MAX)),
-      step.seconds);
+      std::max(0.0, step.seconds - step.proposal_seconds));
 }
 
 }  // namespace strata

@@ -49,6 +49,9 @@ struct GateObservation {
   // The step decoded only (no prompt tokens), so `seconds` is the decodes'
   // cost; other steps count towards the acceptance figures alone.
   bool is_decode_only = true;
+  // Of `seconds`, the drafter's proposals (made whether or not the step
+  // drafted; the cost model records the step without them).
+  double proposal_seconds = 0.0;
 };
 
 struct GateStats {
@@ -79,7 +82,8 @@ class SpeculationGate : public DraftSelector {
 
   // Drafts a request may be proposed in a step in which `num_decoding`
   // requests decode: num_speculative_tokens, or 0 when the step must run
-  // plain to measure its size.
+  // plain to measure its size, or while proposing is backed off (the
+  // latest proposals did not pay for themselves).
   int32_t drafts_for_step(int32_t num_decoding);
   void select(int32_t num_decoding, std::span<DraftCandidate> candidates) override;
   // A step that ran (after drafts_for_step() and select()).
@@ -105,6 +109,14 @@ class SpeculationGate : public DraftSelector {
   // nothing drafted, a poor record fades in a few hundred steps and
   // drafting is tried again.
   static constexpr double kGlobalDecay = 0.995;
+  // Proposing drafts costs every step the drafter's time, drafted or not.
+  // When the best selection does not beat a step without speculation (T(B)
+  // with no proposals) by kMargin, proposals stop for 1, 2, 4, ... up to
+  // this many steps, so a workload whose drafts do not pay runs at the
+  // speed of no speculation, and proposals resume to look again.
+  static constexpr int32_t kMaxProposalBackoff = 32;
+  // Weight of a step in the moving average of the proposals' time.
+  static constexpr double kProposalGain = 0.05;
 
  private:
   struct Worth {
@@ -124,6 +136,13 @@ class SpeculationGate : public DraftSelector {
   // The latest selection's estimate, reported when its step is observed.
   double selected_cost_ratio_ = 0.0;
   double selected_yield_ = 0.0;
+  // The drafter's time per decoding request (moving average over steps
+  // that proposed), and the proposal back-off: its current length and the
+  // steps of it left.
+  double proposal_seconds_per_request_ = 0.0;
+  int32_t backoff_length_ = 0;
+  int32_t backoff_left_ = 0;
+  bool catching_up_ = false;   // the next proposals follow a back-off
   std::vector<Worth> worths_;  // scratch
 };
 
