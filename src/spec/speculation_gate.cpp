@@ -72,7 +72,8 @@ void SpeculationGate::select(int32_t num_decoding, std::span<DraftCandidate> can
   size_t best = 0;
   double expected = b;
   double best_cost = plain;
-  for (size_t d = 1; d <= worths_.size(); ++d) {
+  const int32_t reach = costs_.largest_measured() + std::max(kExploreTokens, b / 4);
+  for (size_t d = 1; d <= worths_.size() && b + static_cast<int32_t>(d) <= reach; ++d) {
     expected += worths_[d - 1].expected_tokens;
     const double cost = costs_.estimate(b + static_cast<int32_t>(d));
     if (cost <= 0.0) break;

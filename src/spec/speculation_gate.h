@@ -115,6 +115,12 @@ class SpeculationGate : public DraftSelector {
   // this many steps, so a workload whose drafts do not pay runs at the
   // speed of no speculation, and proposals resume to look again.
   static constexpr int32_t kMaxProposalBackoff = 32;
+  // A step larger than every measured one has an extrapolated cost, and a
+  // wrong guess costs the whole step (a compute-bound model's step of 80
+  // tokens can cost 3x one of 16): drafts take a step at most this many
+  // tokens (or B / 4) past the largest measured size, so the measured range
+  // grows a few tokens at a time while drafting keeps paying.
+  static constexpr int32_t kExploreTokens = 4;
   // Weight of a step in the moving average of the proposals' time.
   static constexpr double kProposalGain = 0.05;
 

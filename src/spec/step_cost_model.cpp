@@ -92,6 +92,11 @@ bool StepCostModel::point_of(int32_t bucket, Point* out) const {
   return true;
 }
 
+int32_t StepCostModel::largest_measured() const {
+  const std::vector<Point>& ps = points();
+  return ps.empty() ? 0 : static_cast<int32_t>(ps.back().num_tokens);
+}
+
 double StepCostModel::estimate(int32_t num_tokens) const {
   return speed_ * estimate_at_reference_speed(num_tokens);
 }

@@ -71,6 +71,9 @@ class StepCostModel {
   bool is_measured(int32_t num_tokens) const { return newest_sample(num_tokens) >= 0; }
   int64_t newest_sample(int32_t num_tokens) const;
   int64_t num_recorded() const { return num_recorded_; }
+  // The token count of the largest measured bucket's point (0: none);
+  // estimates above it are extrapolated.
+  int32_t largest_measured() const;
   // The current speed factor (1 at the start; 2: steps take twice as long
   // as when the normalised samples were taken).
   double speed() const { return speed_; }
