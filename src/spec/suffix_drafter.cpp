@@ -57,54 +57,49 @@ void SuffixDrafter::Trie::append(int32_t token) {
   }
 }
 
-int32_t SuffixDrafter::Trie::propose(std::span<const int32_t> context, int32_t max_drafts,
-                                     const SuffixDrafterOptions& options,
-                                     std::vector<int32_t>* out) const {
-  // The longest suffix of the context that is a path with a continuation.
-  // That property is monotone in the length: every suffix of a stored path
-  // is stored (each start position's suffixes are), with the same
-  // continuation, so a binary search over the length finds it.
-  const int32_t longest = std::min<int32_t>(max_depth_ - 1, static_cast<int32_t>(context.size()));
-  const auto continued = [&](int32_t m) {
-    const int32_t n = find(context.last(static_cast<size_t>(m)));
-    return n >= 0 && nodes_[static_cast<size_t>(n)].continuations > 0 ? n : -1;
-  };
+template <typename NodeOf>
+int32_t SuffixDrafter::Trie::longest_continued(int32_t longest, NodeOf node_of,
+                                               int32_t* node) const {
+  // The longest suffix (of length <= longest) that is a path with a
+  // continuation. That property is monotone in the length: every suffix of
+  // a stored path is stored (each start position's suffixes are), with the
+  // same continuation, so a binary search over the length finds it.
   int32_t lo = 0, hi = longest;  // lengths <= lo are continued; > hi are not
-  int32_t node = -1;             // lo's node
   while (lo < hi) {
     const int32_t mid = lo + (hi - lo + 1) / 2;
-    const int32_t n = continued(mid);
-    if (n >= 0) {
+    const int32_t n = node_of(mid);
+    if (n >= 0 && nodes_[static_cast<size_t>(n)].continuations > 0) {
       lo = mid;
-      node = n;
+      *node = n;
     } else {
       hi = mid - 1;
     }
   }
-  if (lo > 0) walk(node, lo, max_drafts, options, out);
   return lo;
+}
+
+int32_t SuffixDrafter::Trie::propose(std::span<const int32_t> context, int32_t max_drafts,
+                                     const SuffixDrafterOptions& options,
+                                     std::vector<int32_t>* out) const {
+  const int32_t longest = std::min<int32_t>(max_depth_ - 1, static_cast<int32_t>(context.size()));
+  int32_t node = -1;
+  const int32_t match = longest_continued(
+      longest, [&](int32_t m) { return find(context.last(static_cast<size_t>(m))); }, &node);
+  if (match > 0) walk(node, match, max_drafts, options, out);
+  return match;
 }
 
 int32_t SuffixDrafter::Trie::propose_current(int32_t max_drafts,
                                              const SuffixDrafterOptions& options,
                                              std::vector<int32_t>* out) const {
-  // As propose() over the current sequence: the same monotone property,
-  // read off the live suffixes' nodes (active_[m - 1] has length m).
+  // The current sequence's suffixes are the live nodes: active_[m - 1] has
+  // length m, so no path is walked from the root.
   const int32_t longest = std::min<int32_t>(max_depth_ - 1, static_cast<int32_t>(active_.size()));
-  const auto continued = [&](int32_t m) {
-    return nodes_[static_cast<size_t>(active_[static_cast<size_t>(m - 1)])].continuations > 0;
-  };
-  int32_t lo = 0, hi = longest;
-  while (lo < hi) {
-    const int32_t mid = lo + (hi - lo + 1) / 2;
-    if (continued(mid)) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  if (lo > 0) walk(active_[static_cast<size_t>(lo - 1)], lo, max_drafts, options, out);
-  return lo;
+  int32_t node = -1;
+  const int32_t match = longest_continued(
+      longest, [&](int32_t m) { return active_[static_cast<size_t>(m - 1)]; }, &node);
+  if (match > 0) walk(node, match, max_drafts, options, out);
+  return match;
 }
 
 void SuffixDrafter::Trie::walk(int32_t node, int32_t match, int32_t max_drafts,

@@ -85,6 +85,10 @@ class SuffixDrafter : public Drafter {
              static_cast<uint32_t>(token);
     }
     int32_t child(int32_t node, int32_t token) const;
+    // The longest suffix length m <= longest whose node (node_of(m), -1:
+    // none) has a continuation, and that node in *node.
+    template <typename NodeOf>
+    int32_t longest_continued(int32_t longest, NodeOf node_of, int32_t* node) const;
     // The drafts from `node`, the end of a match of length `match`.
     void walk(int32_t node, int32_t match, int32_t max_drafts, const SuffixDrafterOptions& options,
               std::vector<int32_t>* out) const;
