@@ -62,11 +62,20 @@ constexpr size_t kPrefetchBytes = 4096;
 // prefetched (measured best of 2304, 4096, 8192 and 16384 bytes on a Xeon,
 // 1.1B shapes, n = 1 and 8).
 constexpr size_t kTiledPrefetchBytes = 4096;
-// kTiled16 Q4_K: up to this many tokens each token tile of kFusedTokenTile
-// streams the row tile and unpacks it in registers (q4_k_tiled_tokens);
-// more share one unpacked copy per kSbBlock super-blocks (matmul_kind), as
-// fast from 24 tokens on.
-constexpr int64_t kTiledFusedMaxTokens = 16;
+// kTiled16: up to this many tokens each token tile of kFusedTokenTile
+// streams the row tile and unpacks it in registers (q4_k_tiled_tokens,
+// q6_k_tiled_tokens); more share one unpacked copy per kSbBlock
+// super-blocks (matmul_kind). Q4_K's unpacking is cheap enough to repeat
+// for up to 4 token tiles: on Zen 4, 2 threads (build/bench_kernels
+// --benchmark_filter='BM_ModelStep/type:(12|14)/n:(24|32)', minimum of 5,
+// two alternated rounds), a pass over the 1.1B layer weights took
+// 115-120 / 148-161 ms for 24 / 32 tokens with the shared copy and
+// 90-94 / 130-132 fused, and prefill of 64 tokens was 0.91x fused; Q6_K's
+// six-bit unpacking is not (24 / 32 tokens: 136-140 / 167-171 ms shared,
+// 176-177 / 247-254 fused). On a Xeon the shared copy was as fast as the
+// fused path from 24 tokens on.
+constexpr int64_t kTiledFusedMaxTokensQ4K = 32;
+constexpr int64_t kTiledFusedMaxTokensQ6K = 16;
 constexpr int kFusedTokenTile = 8;
 constexpr int kSbBlock = 4;  // super-blocks packed at a time (~20 KiB)
 // Activation bytes per token chunk: the chunk's activations stay in L2 while
@@ -1106,7 +1115,7 @@ void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, 
   const bool is_q4_k = w.type == DType::kQ4_K;
   if (w.layout == WeightLayout::kTiled16) {
     assert(row_begin % kRowTile == 0 && "kTiled16: rows start on a tile (split_rows)");
-    if (n > kTiledFusedMaxTokens) {
+    if (n > (is_q4_k ? kTiledFusedMaxTokensQ4K : kTiledFusedMaxTokensQ6K)) {
       if (is_q4_k) {
         matmul_kind<KindQ4K, true>(w, x_enc, x_row_bytes, n, y, row_begin, row_end);
       } else {

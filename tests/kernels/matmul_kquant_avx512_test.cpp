@@ -99,7 +99,7 @@ TEST(MatmulKQuantAvx512, BitIdenticalToReferenceOnOddShapes) {
       for (int64_t rows : {1, 15, 16, 17, 45}) {
         const KQuantWeight w =
             make_kquant_weight(t, rows, cols, static_cast<uint32_t>(rows * 7 + cols));
-        for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33}) {
+        for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 25, 32, 33}) {
           const auto x = make_kquant_x(n, cols, static_cast<uint32_t>(n * 13 + cols));
           const auto enc = encode(t, x, n, cols);
           const auto want = reference(w.view, enc.data(), n);
@@ -203,9 +203,10 @@ TiledWeight make_tiled(const WeightView& w) {
 }
 
 // kTiled16 Q4_K and Q6_K give the reference's bits (and so the GGUF
-// layout's) for every n (the register path up to 16 tokens, the scratch
-// path beyond), on row-tile tails, with extreme quants, more super-blocks
-// than one packed block, more tokens than a chunk, and every thread split.
+// layout's) for every n (the register path up to 32 tokens of Q4_K and 16
+// of Q6_K, the scratch path beyond; both sides of each limit), on row-tile
+// tails, with extreme quants, more super-blocks than one packed block, more
+// tokens than a chunk, and every thread split.
 class TiledKQuant : public ::testing::TestWithParam<DType> {};
 
 TEST_P(TiledKQuant, BitIdenticalToReference) {
@@ -221,7 +222,7 @@ TEST_P(TiledKQuant, BitIdenticalToReference) {
       const size_t pad = t == DType::kQ6_K ? 32 * static_cast<size_t>(cols / kQK_K) : 0;
       EXPECT_EQ(kq::tiled_bytes(t, rows, cols),
                 static_cast<size_t>((rows + 15) / 16) * (16 * w.view.row_bytes + pad));
-      for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33}) {
+      for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 25, 32, 33}) {
         const auto x = make_kquant_x(n, cols, static_cast<uint32_t>(n * 17 + cols));
         const auto enc = encode(t, x, n, cols);
         const auto want = reference(w.view, enc.data(), n);
