@@ -24,7 +24,7 @@
 #
 #   bench/speculative_bench.sh [BUILD_DIR]
 #   env: MODEL=models/default.gguf THREADS=2 REPS=5 OUTPUT=96 K=4 PER_STREAM=8
-#        METHOD=ngram|suffix LOOKUP_MIN=2 LOOKUP_MAX=4 CONCURRENCY="1 16"
+#        BATCH1=32 METHOD=ngram|suffix LOOKUP_MIN=2 LOOKUP_MAX=4 CONCURRENCY="1 16"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -37,6 +37,7 @@ LOOKUP_MIN=${LOOKUP_MIN:-2}
 LOOKUP_MAX=${LOOKUP_MAX:-4}
 CONCURRENCY=${CONCURRENCY:-"1 16"}
 PER_STREAM=${PER_STREAM:-8}
+BATCH1=${BATCH1:-32}
 METHOD=${METHOD:-ngram}
 STRATA="$BUILD/strata"
 [ -x "$STRATA" ] || { echo "speculative_bench: $STRATA not built" >&2; exit 1; }
@@ -75,13 +76,15 @@ gated="{\"method\": \"$METHOD\", \"num_speculative_tokens\": $K, $fields}"
 ungated="{\"method\": \"$METHOD\", \"num_speculative_tokens\": $K, $fields, \"gating\": \"off\"}"
 
 # one WORKLOAD CONCURRENCY CONFIG OUT: one run, its JSON line appended to OUT.
-# Batch 1 runs the 8 prompts 4 times; C streams run PER_STREAM x C requests
+# Batch 1 runs BATCH1 requests (32: the 8 prompts 4 times, under a second a
+# run, so one burst of the machine's drift moves a run by 10-20%; 128 runs
+# average over more of it); C streams run PER_STREAM x C requests
 # (the prompts in turn; 8: about a second at 16 streams, of which the gate's
 # first measurements are a noticeable part; 32 is closer to a long-running
 # server).
 one() {
   local workload=$1 c=$2 config=$3 out=$4 n
-  n=$((c == 1 ? 32 : PER_STREAM * c))
+  n=$((c == 1 ? BATCH1 : PER_STREAM * c))
   "$STRATA" bench throughput -m "$MODEL" --prompts "$work/$workload.jsonl" --num-prompts "$n" \
     --max-concurrency "$c" --output-len "$OUTPUT" -t "$THREADS" --json \
     ${config:+--speculative-config "$config"} >> "$out"
@@ -131,6 +134,6 @@ for c in $CONCURRENCY; do
       "$(python3 -c "print($spec_cpu / $base_cpu)")" "$(python3 -c "print($spec_dec / $base_dec)")"
   done
 done
-echo "model $MODEL, $THREADS threads, $gated, $OUTPUT output tokens, $PER_STREAM requests per stream above batch 1, median of $REPS"
+echo "model $MODEL, $THREADS threads, $gated, $OUTPUT output tokens, $BATCH1 requests at batch 1, $PER_STREAM per stream above, median of $REPS"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (a busy machine makes every figure noisy)"
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) CPUs)"
