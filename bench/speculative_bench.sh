@@ -15,7 +15,9 @@
 # ratio to no speculation (of the medians, and "paired": the median of the
 # runs' own ratios, each against the plain run just before it, which a
 # machine whose speed drifts over minutes distorts less), the acceptance rate, tokens per request-step, the
-# gate's measured cost of a drafting step relative to a plain one, and
+# gate's estimated cost of a drafting step relative to a plain one, its
+# measured gain of drafting steps over plain ones ("gain"; 0 until 16
+# drafting steps of one size are known, below 1 stops drafting there), and
 # output tokens per CPU second of the process ("/cs": a figure a busy shared
 # machine distorts far less than wall time), and the ratio of decode tokens/s
 # (the bench's decode_tok_s: tokens of the steps that only decode over those
@@ -90,7 +92,7 @@ one() {
     ${config:+--speculative-config "$config"} >> "$out"
 }
 
-summary() {  # FILE -> "median_tok_s acceptance tokens_per_step cost_ratio tok_per_cpu_s decode_tok_s"
+summary() {  # FILE -> "median_tok_s acceptance tokens_per_step cost_ratio tok_per_cpu_s decode_tok_s realised_gain"
   python3 - "$1" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -100,7 +102,8 @@ tps = statistics.median(r["spec_tokens_per_step"] for r in rows)
 cost = statistics.median(r["spec_cost_ratio"] for r in rows)
 cpu = statistics.median(r["output_tok_per_cpu_s"] for r in rows)
 dec = statistics.median(r["decode_tok_s"] for r in rows)
-print(f"{med:.1f} {acc:.3f} {tps:.2f} {cost:.2f} {cpu:.1f} {dec:.1f}")
+gain = statistics.median(r["spec_realised_gain"] for r in rows)
+print(f"{med:.1f} {acc:.3f} {tps:.2f} {cost:.2f} {cpu:.1f} {dec:.1f} {gain:.2f}")
 PY
 }
 
@@ -112,8 +115,8 @@ print(f"{statistics.median(y / x for x, y in zip(a, b)):.2f}")
 PY
 }
 
-printf '%-6s %3s | %11s | %11s %6s %6s %6s %6s %5s | %11s %6s | %8s %8s %6s | %6s\n' workload C \
-  "plain tok/s" "gated tok/s" ratio paired accept tok/st cost "ungated" ratio "plain/cs" \
+printf '%-6s %3s | %11s | %11s %6s %6s %6s %6s %5s %5s | %11s %6s | %8s %8s %6s | %6s\n' workload C \
+  "plain tok/s" "gated tok/s" ratio paired accept tok/st cost gain "ungated" ratio "plain/cs" \
   "gated/cs" ratio decode
 for c in $CONCURRENCY; do
   for w in edit quote free; do
@@ -124,12 +127,12 @@ for c in $CONCURRENCY; do
       one "$w" "$c" "$gated" "$work/gated"
       one "$w" "$c" "$ungated" "$work/ungated"
     done
-    read -r base _ _ _ base_cpu base_dec < <(summary "$work/plain")
-    read -r spec acc tps cost spec_cpu spec_dec < <(summary "$work/gated")
-    read -r raw _ _ _ _ _ < <(summary "$work/ungated")
-    printf '%-6s %3s | %11s | %11s %5.2fx %5sx %6s %6s %5s | %11s %5.2fx | %8s %8s %5.2fx | %5.2fx\n' \
+    read -r base _ _ _ base_cpu base_dec _ < <(summary "$work/plain")
+    read -r spec acc tps cost spec_cpu spec_dec gain < <(summary "$work/gated")
+    read -r raw _ _ _ _ _ _ < <(summary "$work/ungated")
+    printf '%-6s %3s | %11s | %11s %5.2fx %5sx %6s %6s %5s %5s | %11s %5.2fx | %8s %8s %5.2fx | %5.2fx\n' \
       "$w" "$c" "$base" "$spec" "$(python3 -c "print($spec / $base)")" \
-      "$(paired "$work/plain" "$work/gated")" "$acc" "$tps" "$cost" \
+      "$(paired "$work/plain" "$work/gated")" "$acc" "$tps" "$cost" "$gain" \
       "$raw" "$(python3 -c "print($raw / $base)")" "$base_cpu" "$spec_cpu" \
       "$(python3 -c "print($spec_cpu / $base_cpu)")" "$(python3 -c "print($spec_dec / $base_dec)")"
   done

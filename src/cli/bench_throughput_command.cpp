@@ -250,7 +250,8 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
         "\"itl_median_s\":%.4f,\"itl_p99_s\":%.4f,\"prefix_hit_rate\":%.4f,\"preemptions\":%lld,"
         "\"kv_waste\":%.5f,\"kv_blocks\":%d,\"steps\":%lld,\"spec_draft_tokens\":%lld,"
         "\"spec_accepted_tokens\":%lld,\"spec_acceptance_rate\":%.4f,"
-        "\"spec_tokens_per_step\":%.4f,\"spec_cost_ratio\":%.4f,\"cpu_s\":%.4f,"
+        "\"spec_tokens_per_step\":%.4f,\"spec_cost_ratio\":%.4f,\"spec_realised_gain\":%.4f,"
+        "\"spec_vetoes\":%lld,\"cpu_s\":%.4f,"
         "\"output_tok_per_cpu_s\":%.2f,\"ttft_s\":[%s]}\n",
         opt.num_prompts, max_in_flight, static_cast<long long>(options->max_num_batched_tokens),
         elapsed_s, requests.size() / elapsed_s, num_input_tokens / elapsed_s,
@@ -260,7 +261,8 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
         core.kv_cache().num_blocks(), static_cast<long long>(num_steps),
         static_cast<long long>(spec.num_draft_tokens),
         static_cast<long long>(spec.num_accepted_tokens), spec.acceptance_rate(),
-        spec.tokens_per_step, spec.cost_ratio, cpu_s, num_output_tokens / std::max(cpu_s, 1e-9),
+        spec.tokens_per_step, spec.cost_ratio, spec.realised_gain,
+        static_cast<long long>(spec.num_vetoes), cpu_s, num_output_tokens / std::max(cpu_s, 1e-9),
         ttft_list.c_str());
     return 0;
   }
@@ -304,11 +306,12 @@ int run_bench_throughput(const BenchThroughputOptions& opt) {
     std::printf(
         "speculative       %s: %lld of %lld drafts accepted (%.1f%%), %.2f tokens per "
         "request-step, drafting step cost %.2fx a plain one (%lld drafting steps, %lld "
-        "plain)\n",
+        "plain), measured gain %.2fx (%lld times stopped)\n",
         options->speculative.to_json().c_str(), static_cast<long long>(spec.num_accepted_tokens),
         static_cast<long long>(spec.num_draft_tokens), 100.0 * spec.acceptance_rate(),
         spec.tokens_per_step, spec.cost_ratio, static_cast<long long>(spec.num_draft_steps),
-        static_cast<long long>(spec.num_plain_steps));
+        static_cast<long long>(spec.num_plain_steps), spec.realised_gain,
+        static_cast<long long>(spec.num_vetoes));
   }
   return 0;
 }

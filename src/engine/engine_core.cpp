@@ -286,9 +286,9 @@ StepStats EngineCore::finish_step(const StepPlan& plan, const ExecutedStep& exec
     metrics_->add_forward_profile(runner_->profile().take());
     if (gate_) {
       const GateStats& g = gate_->stats();
-      metrics_->observe_spec_decode({num_drafting, stats.num_draft_tokens,
-                                     stats.num_accepted_drafts, g.acceptance_rate(),
-                                     g.tokens_per_step, g.cost_ratio, g.is_drafting});
+      metrics_->observe_spec_decode(
+          {num_drafting, stats.num_draft_tokens, stats.num_accepted_drafts, g.acceptance_rate(),
+           g.tokens_per_step, g.cost_ratio, g.realised_gain, g.num_vetoes, g.is_drafting});
     }
   }
   return stats;

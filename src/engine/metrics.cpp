@@ -237,6 +237,8 @@ void Metrics::observe_spec_decode(const SpecDecodeStep& step) {
   s_.spec_decode_acceptance_rate = step.acceptance_rate;
   s_.spec_decode_tokens_per_step = step.tokens_per_step;
   s_.spec_decode_cost_ratio = step.cost_ratio;
+  s_.spec_decode_realised_gain = step.realised_gain;
+  s_.spec_decode_num_vetoes = step.num_vetoes;
   s_.spec_decode_is_drafting = step.is_drafting;
 }
 
@@ -433,6 +435,13 @@ std::string Metrics::to_prometheus_text(std::string_view model_name) const {
     w.gauge("spec_decode_cost_ratio",
             "Estimated seconds of the latest drafting step over a plain step of its batch.",
             s.spec_decode_cost_ratio);
+    w.gauge("spec_decode_realised_gain",
+            "Median tokens per second of the latest drafting steps over plain steps of their "
+            "batch size, as measured (below 1 stops drafting there for a while).",
+            s.spec_decode_realised_gain);
+    w.counter("spec_decode_num_vetoes",
+              "Times drafting stopped at a batch size because it measured slower than plain.",
+              s.spec_decode_num_vetoes);
     w.gauge("spec_decode_drafting", "1 when the latest decode step verified drafts.",
             s.spec_decode_is_drafting ? 1.0 : 0.0);
   }

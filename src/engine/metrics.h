@@ -100,6 +100,8 @@ struct MetricsSnapshot {
   double spec_decode_acceptance_rate = 0.0;
   double spec_decode_tokens_per_step = 0.0;
   double spec_decode_cost_ratio = 0.0;
+  double spec_decode_realised_gain = 0.0;
+  int64_t spec_decode_num_vetoes = 0;
   bool spec_decode_is_drafting = false;
   // The forward passes' time and work per phase and roofline bound, with
   // their floors at the machine's ceilings (runtime/forward_profile.h);
@@ -116,6 +118,8 @@ struct SpecDecodeStep {
   double acceptance_rate = 0.0;  // gauges, as the gate measures them
   double tokens_per_step = 0.0;
   double cost_ratio = 0.0;
+  double realised_gain = 0.0;
+  int64_t num_vetoes = 0;  // total so far
   bool is_drafting = false;
 };
 

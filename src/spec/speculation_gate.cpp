@@ -29,13 +29,109 @@ int32_t SpeculationGate::drafts_for_step(int32_t num_decoding) {
   // prompt arrives) is never timed itself, and must not run plain for it.
   const int32_t b = std::max(1, num_decoding);
   const int32_t near = std::max(1, b / kNearDivisor);
-  for (int32_t n = std::max(1, b - near); n <= b + near; ++n) {
+  bool is_measured = false;
+  for (int32_t n = std::max(1, b - near); n <= b + near && !is_measured; ++n) {
     const int64_t newest = costs_.newest_sample(n);
-    if (newest >= 0 && costs_.num_recorded() - newest <= kRefreshSteps) {
-      return num_speculative_tokens_;
+    is_measured = newest >= 0 && costs_.num_recorded() - newest <= kRefreshSteps;
+  }
+  if (!is_measured || is_vetoed(b)) return 0;
+  // The realised-gain check needs a current plain rate: while drafting,
+  // every kPlainRefreshSteps a step runs plain.
+  const Realised* r = realised_near(b);
+  if (r == nullptr) return 0;
+  int64_t newest_plain = -1;
+  for (int32_t i = 0; i < r->plain_count; ++i) {
+    newest_plain = std::max(newest_plain, r->plain_step[static_cast<size_t>(i)]);
+  }
+  return num_steps_ - newest_plain <= kPlainRefreshSteps ? num_speculative_tokens_ : 0;
+}
+
+const SpeculationGate::Realised* SpeculationGate::realised_near(int32_t num_decoding) const {
+  const int32_t b = std::max(1, num_decoding);
+  const int32_t near = std::max(1, b / kNearDivisor);
+  const auto has_plain = [this](int32_t n) {
+    return n >= 1 && static_cast<size_t>(n) < realised_.size() &&
+           realised_[static_cast<size_t>(n)].plain_count > 0;
+  };
+  if (has_plain(b)) return &realised_[static_cast<size_t>(b)];
+  for (int32_t d = 1; d <= near; ++d) {
+    if (has_plain(b - d)) return &realised_[static_cast<size_t>(b - d)];
+    if (has_plain(b + d)) return &realised_[static_cast<size_t>(b + d)];
+  }
+  return nullptr;
+}
+
+SpeculationGate::Realised* SpeculationGate::realised_near(int32_t num_decoding) {
+  return const_cast<Realised*>(std::as_const(*this).realised_near(num_decoding));
+}
+
+double SpeculationGate::plain_rate(const Realised& r) const {
+  std::array<double, kPlainWindow> live{};
+  size_t count = 0;
+  for (int32_t i = 0; i < r.plain_count; ++i) {
+    if (num_steps_ - r.plain_step[static_cast<size_t>(i)] <= 4 * kPlainRefreshSteps) {
+      live[count++] = r.plain_rate[static_cast<size_t>(i)];
     }
   }
-  return 0;
+  if (count < 3) return 0.0;
+  for (size_t i = 1; i < count; ++i) {  // insertion sort: at most kPlainWindow
+    for (size_t j = i; j > 0 && live[j - 1] > live[j]; --j) std::swap(live[j - 1], live[j]);
+  }
+  return count % 2 == 1 ? live[count / 2] : 0.5 * (live[count / 2 - 1] + live[count / 2]);
+}
+
+bool SpeculationGate::is_vetoed(int32_t num_decoding) const {
+  if (!cost_gating_) return false;
+  const Realised* r = realised_near(num_decoding);
+  return r != nullptr && num_steps_ < r->veto_until;
+}
+
+double SpeculationGate::realised_gain(int32_t num_decoding) const {
+  const Realised* r = realised_near(num_decoding);
+  if (r == nullptr || r->gain_count < kGainWindow) return 0.0;
+  std::array<double, kGainWindow> g = r->gain;
+  std::nth_element(g.begin(), g.begin() + kGainWindow / 2, g.end());
+  return g[kGainWindow / 2];
+}
+
+void SpeculationGate::record_realised(const GateObservation& step) {
+  if (!cost_gating_ || !step.is_decode_only) return;
+  ++num_steps_;
+  if (step.seconds <= 0.0) return;
+  const int32_t b = step.num_decoding;
+  if (step.num_draft_tokens == 0) {
+    // What the step would have cost without speculation: no proposals.
+    const double seconds = step.seconds - step.proposal_seconds;
+    if (seconds <= 0.0) return;
+    if (realised_.size() <= static_cast<size_t>(b)) realised_.resize(static_cast<size_t>(b) + 1);
+    Realised& r = realised_[static_cast<size_t>(b)];
+    r.plain_rate[static_cast<size_t>(r.plain_next)] = b / seconds;
+    r.plain_step[static_cast<size_t>(r.plain_next)] = num_steps_;
+    r.plain_next = (r.plain_next + 1) % kPlainWindow;
+    r.plain_count = std::min(r.plain_count + 1, kPlainWindow);
+    return;
+  }
+  Realised* r = realised_near(b);
+  if (r == nullptr) return;
+  const double plain = plain_rate(*r);
+  if (plain <= 0.0) return;
+  // The drafting step against no speculation, proposals included.
+  r->gain[static_cast<size_t>(r->gain_next)] =
+      static_cast<double>(b + step.num_accepted) / step.seconds / plain;
+  r->gain_next = (r->gain_next + 1) % kGainWindow;
+  r->gain_count = std::min(r->gain_count + 1, kGainWindow);
+  const double median = realised_gain(b);
+  if (median <= 0.0) return;
+  stats_.realised_gain = median;
+  if (median < 1.0) {
+    ++stats_.num_vetoes;
+    r->veto_length = std::clamp(r->veto_length * 2, kMinVetoSteps, kMaxVetoSteps);
+    r->veto_until = num_steps_ + r->veto_length;
+    r->gain_count = 0;
+    r->gain_next = 0;
+  } else {
+    r->veto_length = 0;
+  }
 }
 
 void SpeculationGate::select(int32_t num_decoding, std::span<DraftCandidate> candidates) {
@@ -48,7 +144,7 @@ void SpeculationGate::select(int32_t num_decoding, std::span<DraftCandidate> can
   for (DraftCandidate& c : candidates) c.num_selected = 0;
   const int32_t b = std::max(1, num_decoding);
   const double plain = costs_.estimate(b);
-  if (plain <= 0.0) return;
+  if (plain <= 0.0 || is_vetoed(b)) return;
   // Every proposed draft's worth: a^i for the i-th of a request.
   worths_.clear();
   for (uint32_t i = 0; i < candidates.size(); ++i) {
@@ -100,6 +196,7 @@ void SpeculationGate::select(int32_t num_decoding, std::span<DraftCandidate> can
 
 void SpeculationGate::observe(const GateObservation& step) {
   if (step.num_decoding <= 0) return;
+  record_realised(step);
   const int64_t produced = step.num_decoding + step.num_accepted;
   num_observed_requests_ += step.num_decoding;
   num_observed_tokens_ += produced;

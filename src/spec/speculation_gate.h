@@ -24,12 +24,26 @@
 // tried once and then known. With gating off every proposed draft is
 // verified.
 //
+// What drafting steps really yield is checked as well: the cost model's
+// estimates can be wrong where a step's cost is about proportional to its
+// tokens (a compute-bound batch) and the machine's speed drifts, and then
+// an estimate of T(B + D) / T(B) a little too low keeps every step drafting
+// at a loss. So the gate keeps, per batch size, the tokens per second of its
+// latest plain decode-only steps (a step of B is run plain when the latest
+// is older than kPlainRefreshSteps, so this stays current while drafting)
+// and, for every drafting decode-only step, its realised gain: (B + accepted
+// drafts) / seconds over that plain rate. When the median of the latest
+// kGainWindow gains is below 1 (drafting was slower than not drafting),
+// drafting at that size stops for kMinVetoSteps, doubling on each repeat up
+// to kMaxVetoSteps, and is then tried again.
+//
 // Prefill steps are not timed (their cost is not the decodes'), only counted
 // in the acceptance figures. Time comes from the caller (the engine's
 // clock), so tests drive it with made-up seconds. Not thread-safe: the
 // engine thread owns it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -67,6 +81,12 @@ struct GateStats {
   double cost_ratio = 0.0;
   double draft_yield = 0.0;
   bool is_drafting = false;  // the last step verified drafts
+  // The realised-gain check: the latest median gain of drafting steps over
+  // plain ones of their size (measured tokens per second; 0 until
+  // kGainWindow drafting steps are known), and how often it stopped
+  // drafting.
+  double realised_gain = 0.0;
+  int64_t num_vetoes = 0;
 
   double acceptance_rate() const {
     return num_draft_tokens > 0
@@ -123,12 +143,48 @@ class SpeculationGate : public DraftSelector {
   static constexpr int32_t kExploreTokens = 4;
   // Weight of a step in the moving average of the proposals' time.
   static constexpr double kProposalGain = 0.05;
+  // The realised-gain check: plain steps kept per size, the age (in
+  // decode-only steps, the ones timed) past which the newest forces a plain step while
+  // drafting, drafting steps judged together, and the length of a veto.
+  static constexpr int32_t kPlainWindow = 8;
+  static constexpr int64_t kPlainRefreshSteps = 64;
+  static constexpr int32_t kGainWindow = 16;
+  static constexpr int64_t kMinVetoSteps = 64;
+  static constexpr int64_t kMaxVetoSteps = 2048;
+
+  // Whether drafting at `num_decoding` is stopped by the realised-gain
+  // check (false with gating off).
+  bool is_vetoed(int32_t num_decoding) const;
+  // The median realised gain of the latest drafting steps at this size
+  // (0 when fewer than kGainWindow are known).
+  double realised_gain(int32_t num_decoding) const;
 
  private:
   struct Worth {
     double expected_tokens;
     uint32_t candidate;
   };
+  // One batch size's plain steps and drafting outcomes.
+  struct Realised {
+    std::array<double, kPlainWindow> plain_rate{};  // tokens per second
+    std::array<int64_t, kPlainWindow> plain_step{};
+    int32_t plain_next = 0;
+    int32_t plain_count = 0;
+    std::array<double, kGainWindow> gain{};
+    int32_t gain_next = 0;
+    int32_t gain_count = 0;
+    int64_t veto_until = -1;  // an observed-step index
+    int64_t veto_length = 0;
+  };
+  // The record standing for a batch size: its own, or the nearest within
+  // B / kNearDivisor with a plain step (a size that is never decode-only
+  // borrows its neighbour's); nullptr when none has one.
+  const Realised* realised_near(int32_t num_decoding) const;
+  Realised* realised_near(int32_t num_decoding);
+  // Median tokens per second of a record's plain steps no older than
+  // 4 x kPlainRefreshSteps (0 with fewer than 3).
+  double plain_rate(const Realised& r) const;
+  void record_realised(const GateObservation& step);
 
   int32_t num_speculative_tokens_;
   bool cost_gating_;
@@ -148,8 +204,10 @@ class SpeculationGate : public DraftSelector {
   double proposal_seconds_per_request_ = 0.0;
   int32_t backoff_length_ = 0;
   int32_t backoff_left_ = 0;
-  bool catching_up_ = false;   // the next proposals follow a back-off
-  std::vector<Worth> worths_;  // scratch
+  bool catching_up_ = false;        // the next proposals follow a back-off
+  std::vector<Worth> worths_;       // scratch
+  std::vector<Realised> realised_;  // by batch size
+  int64_t num_steps_ = 0;           // observed decode-only steps
 };
 
 }  // namespace strata

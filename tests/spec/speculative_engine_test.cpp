@@ -338,13 +338,16 @@ TEST(SpeculativeEngine, MetricsReportAcceptanceAndTokensPerStep) {
   EXPECT_GT(snap.spec_decode_num_drafts, 0);
   EXPECT_GE(snap.spec_decode_tokens_per_step, 1.0);
   EXPECT_NEAR(snap.spec_decode_acceptance_rate, g.acceptance_rate(), 1e-12);
+  EXPECT_EQ(snap.spec_decode_realised_gain, g.realised_gain);
+  EXPECT_EQ(snap.spec_decode_num_vetoes, g.num_vetoes);
   // Output tokens = sampled + accepted drafts.
   EXPECT_EQ(snap.generation_tokens, 40);
   const std::string text = metrics.to_prometheus_text();
   for (const char* name :
        {"strata:spec_decode_num_drafts_total", "strata:spec_decode_num_draft_tokens_total",
         "strata:spec_decode_num_accepted_tokens_total", "strata:spec_decode_acceptance_rate",
-        "strata:spec_decode_tokens_per_step", "strata:spec_decode_cost_ratio"}) {
+        "strata:spec_decode_tokens_per_step", "strata:spec_decode_cost_ratio",
+        "strata:spec_decode_realised_gain", "strata:spec_decode_num_vetoes_total"}) {
     EXPECT_NE(text.find(name), std::string::npos) << name;
   }
   // Off: nothing exported.
