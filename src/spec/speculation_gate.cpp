@@ -88,10 +88,7 @@ bool SpeculationGate::is_vetoed(int32_t num_decoding) const {
 
 double SpeculationGate::realised_gain(int32_t num_decoding) const {
   const Realised* r = realised_near(num_decoding);
-  if (r == nullptr || r->gain_count < kGainWindow) return 0.0;
-  std::array<double, kGainWindow> g = r->gain;
-  std::nth_element(g.begin(), g.begin() + kGainWindow / 2, g.end());
-  return g[kGainWindow / 2];
+  return r == nullptr ? 0.0 : r->last_gain;
 }
 
 void SpeculationGate::record_realised(const GateObservation& step) {
@@ -120,16 +117,23 @@ void SpeculationGate::record_realised(const GateObservation& step) {
       static_cast<double>(b + step.num_accepted) / step.seconds / plain;
   r->gain_next = (r->gain_next + 1) % kGainWindow;
   r->gain_count = std::min(r->gain_count + 1, kGainWindow);
-  const double median = realised_gain(b);
-  if (median <= 0.0) return;
+  if (r->gain_count < kGainWindow) return;
+  // A full window is judged once (windows do not overlap: judging every
+  // step would test the same noise sixteen times).
+  std::array<double, kGainWindow> g = r->gain;
+  std::nth_element(g.begin(), g.begin() + kGainWindow / 2, g.end());
+  const double median = g[kGainWindow / 2];
+  r->last_gain = median;
+  r->gain_count = 0;
+  r->gain_next = 0;
   stats_.realised_gain = median;
   if (median < 1.0) {
     ++stats_.num_vetoes;
     r->veto_length = std::clamp(r->veto_length * 2, kMinVetoSteps, kMaxVetoSteps);
     r->veto_until = num_steps_ + r->veto_length;
-    r->gain_count = 0;
-    r->gain_next = 0;
-  } else {
+  } else if (median >= 1.0 + kMargin) {
+    // Only a clear gain forgives earlier losses; a size whose gains sit
+    // near 1 keeps its back-off growing, and is tried ever less often.
     r->veto_length = 0;
   }
 }

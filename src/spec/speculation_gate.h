@@ -33,9 +33,11 @@
 // is older than kPlainRefreshSteps, so this stays current while drafting)
 // and, for every drafting decode-only step, its realised gain: (B + accepted
 // drafts) / seconds over that plain rate. When the median of the latest
-// kGainWindow gains is below 1 (drafting was slower than not drafting),
+// kGainWindow gains (judged once per window) is below 1 (drafting was
+// slower than not drafting),
 // drafting at that size stops for kMinVetoSteps, doubling on each repeat up
-// to kMaxVetoSteps, and is then tried again.
+// to kMaxVetoSteps, and is then tried again; only a window that clearly
+// pays (1 + kMargin) resets the doubling.
 //
 // Prefill steps are not timed (their cost is not the decodes'), only counted
 // in the acceptance figures. Time comes from the caller (the engine's
@@ -155,8 +157,8 @@ class SpeculationGate : public DraftSelector {
   // Whether drafting at `num_decoding` is stopped by the realised-gain
   // check (false with gating off).
   bool is_vetoed(int32_t num_decoding) const;
-  // The median realised gain of the latest drafting steps at this size
-  // (0 when fewer than kGainWindow are known).
+  // The median realised gain of the latest window of kGainWindow drafting
+  // steps at this size (0 before one is complete).
   double realised_gain(int32_t num_decoding) const;
 
  private:
@@ -175,6 +177,7 @@ class SpeculationGate : public DraftSelector {
     int32_t gain_count = 0;
     int64_t veto_until = -1;  // an observed-step index
     int64_t veto_length = 0;
+    double last_gain = 0.0;  // median of the latest full window
   };
   // The record standing for a batch size: its own, or the nearest within
   // B / kNearDivisor with a plain step (a size that is never decode-only
