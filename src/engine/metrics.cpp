@@ -436,8 +436,8 @@ std::string Metrics::to_prometheus_text(std::string_view model_name) const {
             "Estimated seconds of the latest drafting step over a plain step of its batch.",
             s.spec_decode_cost_ratio);
     w.gauge("spec_decode_realised_gain",
-            "Median tokens per second of the latest drafting steps over plain steps of their "
-            "batch size, as measured (below 1 stops drafting there for a while).",
+            "Median expected tokens per measured second of the latest drafting steps over plain "
+            "steps of their batch size (below 1 stops drafting there for a while).",
             s.spec_decode_realised_gain);
     w.counter("spec_decode_num_vetoes",
               "Times drafting stopped at a batch size because it measured slower than plain.",

@@ -112,9 +112,18 @@ void SpeculationGate::record_realised(const GateObservation& step) {
   if (r == nullptr) return;
   const double plain = plain_rate(*r);
   if (plain <= 0.0) return;
-  // The drafting step against no speculation, proposals included.
-  r->gain[static_cast<size_t>(r->gain_next)] =
-      static_cast<double>(b + step.num_accepted) / step.seconds / plain;
+  // The drafting step against no speculation, proposals included, at the
+  // tokens the selection expected: this checks the costs the gate chose by
+  // (a request whose drafts fail is its own record's business, and must
+  // not stop the drafts of the next). When the step is not the latest
+  // selection's (pipelined plans), its accepted drafts stand in. A step of
+  // a size not yet measured was a try, not an estimate: it is not judged.
+  const bool is_selection = selected_num_drafts_ == step.num_draft_tokens;
+  if (is_selection && !selected_is_estimated_) return;
+  const double tokens = is_selection && selected_expected_tokens_ > 0.0
+                            ? selected_expected_tokens_
+                            : static_cast<double>(b + step.num_accepted);
+  r->gain[static_cast<size_t>(r->gain_next)] = tokens / step.seconds / plain;
   r->gain_next = (r->gain_next + 1) % kGainWindow;
   r->gain_count = std::min(r->gain_count + 1, kGainWindow);
   if (r->gain_count < kGainWindow) return;
@@ -141,6 +150,9 @@ void SpeculationGate::record_realised(const GateObservation& step) {
 void SpeculationGate::select(int32_t num_decoding, std::span<DraftCandidate> candidates) {
   selected_cost_ratio_ = 0.0;
   selected_yield_ = 0.0;
+  selected_expected_tokens_ = 0.0;
+  selected_num_drafts_ = 0;
+  selected_is_estimated_ = false;
   if (!cost_gating_) {
     for (DraftCandidate& c : candidates) c.num_selected = c.num_proposed;
     return;
@@ -172,6 +184,7 @@ void SpeculationGate::select(int32_t num_decoding, std::span<DraftCandidate> can
   size_t best = 0;
   double expected = b;
   double best_cost = plain;
+  double best_expected = b;
   const int32_t reach = costs_.largest_measured() + std::max(kExploreTokens, b / 4);
   for (size_t d = 1; d <= worths_.size() && b + static_cast<int32_t>(d) <= reach; ++d) {
     expected += worths_[d - 1].expected_tokens;
@@ -182,6 +195,7 @@ void SpeculationGate::select(int32_t num_decoding, std::span<DraftCandidate> can
       best_rate = rate;
       best = d;
       best_cost = cost;
+      best_expected = expected;
     }
   }
   // Whether proposing pays at all: the best choice against a step without
@@ -196,6 +210,9 @@ void SpeculationGate::select(int32_t num_decoding, std::span<DraftCandidate> can
   for (size_t d = 0; d < best; ++d) ++candidates[worths_[d].candidate].num_selected;
   selected_cost_ratio_ = best_cost / plain;
   selected_yield_ = best_rate * best_cost / b;
+  selected_expected_tokens_ = best_expected;
+  selected_num_drafts_ = static_cast<int64_t>(best);
+  selected_is_estimated_ = costs_.is_measured(b + static_cast<int32_t>(best));
 }
 
 void SpeculationGate::observe(const GateObservation& step) {
@@ -224,6 +241,9 @@ void SpeculationGate::observe(const GateObservation& step) {
   }
   selected_cost_ratio_ = 0.0;
   selected_yield_ = 0.0;
+  selected_expected_tokens_ = 0.0;
+  selected_num_drafts_ = 0;
+  selected_is_estimated_ = false;
   // The first proposals after a back-off also catch the drafter up with
   // the tokens of the steps without: not what proposing costs a step.
   if (step.proposal_seconds > 0.0 && !std::exchange(catching_up_, false)) {

