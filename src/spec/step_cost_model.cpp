@@ -34,35 +34,41 @@ void StepCostModel::record(int32_t num_tokens, double seconds) {
   if (buckets_.size() <= b) buckets_.resize(b + 1);
   Bucket& bucket = buckets_[b];
   // The machine's speed: this step against the typical one of its size.
-  if (bucket.typical > 0.0 && seconds > 0.0) {
+  const bool is_typical_size = bucket.typical > 0.0 && num_tokens == bucket.typical_tokens;
+  if (is_typical_size && seconds > 0.0) {
     const double r =
         std::clamp(seconds / (speed_ * bucket.typical), 1.0 / kMaxSpeedStep, kMaxSpeedStep);
     speed_ *= std::pow(r, kSpeedGain);
   }
   const double normalised = seconds / speed_;
   bucket.samples[static_cast<size_t>(bucket.next)] = {normalised, num_recorded_, num_tokens};
-  if (bucket.typical > 0.0) {
+  if (is_typical_size) {
     bucket.typical *= std::pow(normalised / bucket.typical, kTypicalGain);
-  } else {
-    bucket.typical = median_of(static_cast<int32_t>(b));  // 0 until measured
+  } else if (bucket.typical <= 0.0) {
+    if (const Sample* m = median_of(static_cast<int32_t>(b)); m != nullptr) {
+      bucket.typical = m->seconds;
+      bucket.typical_tokens = m->num_tokens;
+    }
   }
   bucket.next = (bucket.next + 1) % kWindow;
   ++num_recorded_;
   points_valid_ = false;
 }
 
-double StepCostModel::median_of(int32_t bucket) const {
-  if (bucket < 0 || static_cast<size_t>(bucket) >= buckets_.size()) return 0.0;
-  std::array<double, kWindow> live{};
+const StepCostModel::Sample* StepCostModel::median_of(int32_t bucket) const {
+  if (bucket < 0 || static_cast<size_t>(bucket) >= buckets_.size()) return nullptr;
+  std::array<const Sample*, kWindow> live{};
   size_t count = 0;
   for (const Sample& s : buckets_[static_cast<size_t>(bucket)].samples) {
-    if (is_live(s)) live[count++] = s.seconds;
+    if (is_live(s)) live[count++] = &s;
   }
-  if (count < static_cast<size_t>(kMinSamples)) return 0.0;
+  if (count < static_cast<size_t>(kMinSamples)) return nullptr;
   for (size_t i = 1; i < count; ++i) {  // insertion sort: at most kWindow
-    for (size_t j = i; j > 0 && live[j - 1] > live[j]; --j) std::swap(live[j - 1], live[j]);
+    for (size_t j = i; j > 0 && live[j - 1]->seconds > live[j]->seconds; --j) {
+      std::swap(live[j - 1], live[j]);
+    }
   }
-  return count % 2 == 1 ? live[count / 2] : 0.5 * (live[count / 2 - 1] + live[count / 2]);
+  return live[count / 2];  // the upper median: a sample, with its size
 }
 
 int64_t StepCostModel::newest_sample(int32_t num_tokens) const {

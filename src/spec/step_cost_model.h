@@ -25,12 +25,14 @@
 // tracks a speed factor: each sample of a measured size moves it towards
 // that sample over the size's typical normalised cost (a geometric
 // average, kSpeedGain per step, each step's pull clamped to kMaxSpeedStep),
-// and samples are kept divided by it. A size's typical cost starts as the
-// median of its first kMinSamples and then moves kTypicalGain as fast as
-// the speed does, so a slowdown seen at one size is read as the machine's
-// (it usually is: the contexts' growth too slows every size alike), not as
-// that size's. Estimates are the normalised costs times the current speed;
-// a ratio of two estimates compares the sizes at one speed.
+// and samples are kept divided by it. Only a sample of the same token count
+// as its bucket's typical one moves the speed (or the typical): in a wide
+// bucket a step of 47 tokens is not a slow step of 40, and reading it as one
+// made the speed, and so every estimate, drift with the mix of sizes drawn. A size's typical cost
+// starts as the median of its first kMinSamples and then moves kTypicalGain as fast as the speed
+// does, so a slowdown seen at one size is read as the machine's (it usually is: the contexts'
+// growth too slows every size alike), not as that size's. Estimates are the normalised costs times
+// the current speed; a ratio of two estimates compares the sizes at one speed.
 //
 // A measured bucket is a point: its cheapest live sample, at that sample's
 // own token count (a wide bucket's samples differ in size, and the cheapest
@@ -90,8 +92,9 @@ class StepCostModel {
   };
   struct Bucket {
     std::array<Sample, kWindow> samples{};
-    int32_t next = 0;      // ring position of the next sample
-    double typical = 0.0;  // normalised; 0 until measured
+    int32_t next = 0;            // ring position of the next sample
+    double typical = 0.0;        // normalised; 0 until measured
+    int32_t typical_tokens = 0;  // the step size `typical` is of
   };
   // A measured bucket's point: its cheapest live sample's token count and
   // cost.
@@ -101,8 +104,8 @@ class StepCostModel {
   };
   bool is_live(const Sample& s) const { return s.step >= 0 && num_recorded_ - s.step <= kMaxAge; }
   bool point_of(int32_t bucket, Point* out) const;
-  // The median normalised cost of a measured bucket (0: not measured).
-  double median_of(int32_t bucket) const;
+  // The median live sample of a measured bucket (nullptr: not measured).
+  const Sample* median_of(int32_t bucket) const;
   double estimate_at_reference_speed(int32_t num_tokens) const;
   // The measured buckets' points in order (and slope_), cached until the
   // next record().
