@@ -257,11 +257,9 @@ StepStats EngineCore::finish_step(const StepPlan& plan, const ExecutedStep& exec
   if (connector_) save_kv(plan, executed);
   const StepOutput output = scheduler_->update(plan, executed.result);
   int64_t num_drafting = 0;
-  int64_t num_rejections = 0;
   for (const RequestUpdate& u : output.updates) {
     if (u.num_draft_tokens == 0) continue;
     ++num_drafting;
-    if (u.num_accepted_drafts < u.num_draft_tokens) ++num_rejections;
     stats.num_draft_tokens += u.num_draft_tokens;
     stats.num_accepted_drafts += u.num_accepted_drafts;
   }
@@ -277,8 +275,7 @@ StepStats EngineCore::finish_step(const StepPlan& plan, const ExecutedStep& exec
   stats.seconds = static_cast<double>(clock_->now_ns() - t0) * 1e-9;
   if (gate_) {
     gate_->observe({stats.num_sampled, stats.num_draft_tokens, stats.num_accepted_drafts,
-                    num_rejections, stats.seconds, stats.num_prefill_tokens == 0,
-                    plan.draft_proposal_seconds});
+                    stats.seconds, stats.num_prefill_tokens == 0, plan.draft_proposal_seconds});
   }
   if (metrics_ != nullptr) {
     metrics_->observe_step(stats.num_prefill_tokens, stats.num_sampled + stats.num_accepted_drafts,

@@ -98,11 +98,15 @@ struct Request {
   // has not come back (Scheduler::schedule_micro_batch); it is neither
   // scheduled nor preempted until update() consumes that plan.
   bool is_in_flight = false;
-  // Speculative decoding: how its drafts fared, for the draft selector,
-  // and a proposal the selector dropped, checked against the tokens that
-  // follow (`shadow_matched` of them so far) and then added to the record.
-  AcceptanceRecord draft_record;
+  // Speculative decoding: how its drafts fared by match class, for the
+  // draft selector; the class of the drafts its step in flight verifies;
+  // and a proposal the selector dropped (of class `shadow_class`), checked
+  // against the tokens that follow (`shadow_matched` of them so far) and
+  // then added to the records.
+  ClassRecords draft_records;
+  int32_t verifying_class = 0;
   std::vector<int32_t> shadow_drafts;
+  int32_t shadow_class = 0;
   int32_t shadow_matched = 0;
 
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }

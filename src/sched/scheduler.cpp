@@ -178,16 +178,17 @@ bool Scheduler::schedule_running(Request* r, StepState& st) {
   }
   st.budget_tokens -= n;
   std::vector<int32_t> drafts;
+  int32_t draft_class = 0;
   if (!is_prefill && st.max_drafts > 0 && r->num_computed_tokens + n == r->num_tokens()) {
-    drafts = propose_drafts(r, st);
+    drafts = propose_drafts(r, st, &draft_class);
     st.budget_tokens -= static_cast<int64_t>(drafts.size());
   }
-  st.grants.push_back({r, n, std::move(drafts)});
+  st.grants.push_back({r, n, std::move(drafts), draft_class});
   if (is_prefill) charge_prefill(r->num_computed_tokens, n, st);
   return true;
 }
 
-std::vector<int32_t> Scheduler::propose_drafts(Request* r, StepState& st) {
+std::vector<int32_t> Scheduler::propose_drafts(Request* r, StepState& st, int32_t* cls) {
   std::vector<int32_t> drafts;
   const RequestSpec& spec = r->spec;
   if (drafter_ == nullptr || spec.grammar != nullptr || spec.sampling.num_logprobs > 0 ||
@@ -202,8 +203,8 @@ std::vector<int32_t> Scheduler::propose_drafts(Request* r, StepState& st) {
   if (k <= 0) return drafts;
   draft_scratch_.clear();
   const int64_t t0 = clock_->now_ns();
-  drafter_->propose(spec.id, r->tokens, r->num_prompt_tokens, static_cast<int32_t>(k),
-                    &draft_scratch_);
+  *cls = match_class(drafter_->propose(spec.id, r->tokens, r->num_prompt_tokens,
+                                       static_cast<int32_t>(k), &draft_scratch_));
   st.plan->draft_proposal_seconds += static_cast<double>(clock_->now_ns() - t0) * 1e-9;
   if (draft_scratch_.empty()) return drafts;
   drafts.assign(draft_scratch_.begin(),
@@ -228,12 +229,14 @@ void Scheduler::select_drafts(StepState& st) {
     DraftCandidate c;
     c.request_id = g.request->spec.id;
     c.num_proposed = static_cast<int32_t>(g.drafts.size());
-    c.record = g.request->draft_record;
+    c.match_class = g.draft_class;
+    c.record = g.request->draft_records.of[static_cast<size_t>(g.draft_class)];
     draft_candidates_.push_back(c);
   }
   if (draft_candidates_.empty()) return;
   // Every grant so far is a decode (prompts come after).
-  draft_selector_->select(static_cast<int32_t>(st.grants.size()), draft_candidates_);
+  draft_selector_->select(static_cast<int32_t>(st.grants.size()), every_request_drafts_,
+                          draft_candidates_);
   size_t next = 0;
   for (Grant& g : st.grants) {
     if (g.drafts.empty()) continue;
@@ -241,12 +244,16 @@ void Scheduler::select_drafts(StepState& st) {
     const auto keep = static_cast<size_t>(std::clamp(c.num_selected, 0, c.num_proposed));
     Request& r = *g.request;
     if (keep > 0) {
-      // Verified drafts are what the record learns from now; a shadow
+      // Verified drafts are what the records learn from now; a shadow
       // under way counts what it has matched so far (no rejection seen).
-      if (!r.shadow_drafts.empty()) r.draft_record.add(r.shadow_matched, r.shadow_matched);
+      if (!r.shadow_drafts.empty()) {
+        record_drafts(&r, r.shadow_class, r.shadow_matched, r.shadow_matched);
+      }
       r.shadow_drafts.clear();
+      r.verifying_class = g.draft_class;
     } else if (r.shadow_drafts.empty()) {
       r.shadow_drafts = g.drafts;
+      r.shadow_class = g.draft_class;
       r.shadow_matched = 0;
     }
     st.budget_tokens += static_cast<int64_t>(g.drafts.size() - keep);
@@ -261,9 +268,14 @@ void Scheduler::advance_shadow(Request* r, std::span<const int32_t> appended) {
     if (r->shadow_drafts[static_cast<size_t>(r->shadow_matched)] == token) {
       if (++r->shadow_matched < size) continue;
     }
-    r->draft_record.add(size, r->shadow_matched);
+    record_drafts(r, r->shadow_class, size, r->shadow_matched);
     r->shadow_drafts.clear();
   }
+}
+
+void Scheduler::record_drafts(Request* r, int32_t cls, int32_t num_drafts, int32_t num_accepted) {
+  r->draft_records.of[static_cast<size_t>(cls)].add(num_drafts, num_accepted);
+  every_request_drafts_.of[static_cast<size_t>(cls)].add(num_drafts, num_accepted);
 }
 
 Request* Scheduler::preemption_victim() const {
@@ -409,6 +421,7 @@ StepPlan Scheduler::build_plan(int32_t max_drafts, int32_t max_requests, bool ma
 
 StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
   StepOutput out;
+  every_request_drafts_.decay(ClassRecords::kEveryRequestDecay);
   std::unordered_map<RequestId, const SampledToken*> sampled;
   sampled.reserve(result.sampled.size());
   for (const SampledToken& s : result.sampled) sampled.emplace(s.request_id, &s);
@@ -432,7 +445,8 @@ StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
       u.finish_reason = FinishReason::kError;
     } else if (s.num_draft_tokens > 0) {
       apply_verified(s, *tok->second, r, &u);
-      r->draft_record.observe(u.num_draft_tokens, u.num_accepted_drafts);
+      r->draft_records.decay();
+      record_drafts(r, r->verifying_class, u.num_draft_tokens, u.num_accepted_drafts);
     } else {
       const int64_t num_before = r->num_tokens();
       r->num_computed_tokens += s.num_new_tokens;
@@ -467,7 +481,7 @@ StepOutput Scheduler::update(const StepPlan& plan, const StepResult& result) {
           u.finish_reason = FinishReason::kStop;
         }
         if (!s.is_prefill) {
-          r->draft_record.decay();
+          r->draft_records.decay();
           advance_shadow(
               r, std::span<const int32_t>(r->tokens).subspan(static_cast<size_t>(num_before)));
         }

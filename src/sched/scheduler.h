@@ -135,6 +135,7 @@ class Scheduler {
     Request* request;
     int64_t num_new_tokens;
     std::vector<int32_t> drafts = {};  // speculative tokens after them
+    int32_t draft_class = 0;           // their match class
   };
   struct StepState;
 
@@ -161,13 +162,16 @@ class Scheduler {
   Request* preemption_victim() const;
   StepPlan build_plan(int32_t max_drafts, int32_t max_requests, bool marks_in_flight);
   // Draft tokens for decoding request `r` (its decode token already
-  // granted and allocated), their KV allocated; empty when none fit.
-  std::vector<int32_t> propose_drafts(Request* r, StepState& st);
+  // granted and allocated), their KV allocated, and their match class in
+  // *cls; empty when none fit.
+  std::vector<int32_t> propose_drafts(Request* r, StepState& st, int32_t* cls);
   // Trims the decodes' drafts to what the draft selector keeps; a request
   // that keeps none and has no shadow under way shadows its proposal.
   void select_drafts(StepState& st);
   // Checks `appended` (tokens the request just got) against its shadow.
-  static void advance_shadow(Request* r, std::span<const int32_t> appended);
+  void advance_shadow(Request* r, std::span<const int32_t> appended);
+  // Adds drafts' outcome to request `r`'s records and every request's.
+  void record_drafts(Request* r, int32_t cls, int32_t num_drafts, int32_t num_accepted);
   void preempt(Request* victim, StepState& st);
   // update() for a request that verified drafts: appends the accepted ones
   // and the token drawn after them, counts their K/V as computed.
@@ -181,6 +185,7 @@ class Scheduler {
   Drafter* drafter_ = nullptr;
   DraftSelector* draft_selector_ = nullptr;
   std::vector<DraftCandidate> draft_candidates_;  // scratch
+  ClassRecords every_request_drafts_;             // every request's drafts, by match class
   std::vector<int32_t> draft_scratch_;
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;  // live requests
   std::vector<Request*> running_;                                     // policy order

@@ -22,9 +22,11 @@ class Drafter {
   // Appends at most `max_drafts` (>= 1) tokens to `out` that may follow
   // `tokens` (the request's prompt then its output so far, the first
   // `num_prompt_tokens` being the prompt); none when it has no guess.
-  virtual void propose(uint64_t request_id, std::span<const int32_t> tokens,
-                       int64_t num_prompt_tokens, int32_t max_drafts,
-                       std::vector<int32_t>* out) = 0;
+  // Returns the length of the match of the latest tokens the drafts follow
+  // (the selector's evidence of their worth, see match_class), 0 with none.
+  virtual int32_t propose(uint64_t request_id, std::span<const int32_t> tokens,
+                          int64_t num_prompt_tokens, int32_t max_drafts,
+                          std::vector<int32_t>* out) = 0;
   // The request ended with these tokens (prompt then output).
   virtual void finish(uint64_t request_id, std::span<const int32_t> tokens,
                       int64_t num_prompt_tokens) {

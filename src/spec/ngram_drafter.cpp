@@ -5,7 +5,7 @@
 namespace strata {
 
 int64_t NgramDrafter::find_continuation(std::span<const int32_t> tokens, int32_t min_n,
-                                        int32_t max_n) {
+                                        int32_t max_n, int32_t* match_length) {
   const int64_t len = static_cast<int64_t>(tokens.size());
   if (len < static_cast<int64_t>(min_n) + 1) return -1;
   const int32_t last = tokens[len - 1];
@@ -23,14 +23,17 @@ int64_t NgramDrafter::find_continuation(std::span<const int32_t> tokens, int32_t
       if (m >= max_n) break;
     }
   }
-  return best_len >= min_n ? best_end + 1 : -1;
+  if (best_len < min_n) return -1;
+  if (match_length != nullptr) *match_length = static_cast<int32_t>(best_len);
+  return best_end + 1;
 }
 
-void NgramDrafter::propose(uint64_t /*request_id*/, std::span<const int32_t> tokens,
-                           int64_t /*num_prompt_tokens*/, int32_t max_drafts,
-                           std::vector<int32_t>* out) {
-  const int64_t start = find_continuation(tokens, min_n_, max_n_);
-  if (start < 0) return;
+int32_t NgramDrafter::propose(uint64_t /*request_id*/, std::span<const int32_t> tokens,
+                              int64_t /*num_prompt_tokens*/, int32_t max_drafts,
+                              std::vector<int32_t>* out) {
+  int32_t match = 0;
+  const int64_t start = find_continuation(tokens, min_n_, max_n_, &match);
+  if (start < 0) return 0;
   // A continuation that runs into the end of the tokens goes on with the
   // drafts themselves: a repeating cycle shorter than max_drafts still
   // yields max_drafts tokens.
@@ -40,6 +43,7 @@ void NgramDrafter::propose(uint64_t /*request_id*/, std::span<const int32_t> tok
     const int64_t at = start + i;
     out->push_back(at < len ? tokens[at] : (*out)[first + static_cast<size_t>(at - len)]);
   }
+  return match;
 }
 
 }  // namespace strata

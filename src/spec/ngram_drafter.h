@@ -16,12 +16,13 @@ class NgramDrafter : public Drafter {
   // 1 <= min_n <= max_n.
   NgramDrafter(int32_t min_n, int32_t max_n) : min_n_(min_n), max_n_(max_n) {}
 
-  void propose(uint64_t request_id, std::span<const int32_t> tokens, int64_t num_prompt_tokens,
-               int32_t max_drafts, std::vector<int32_t>* out) override;
+  int32_t propose(uint64_t request_id, std::span<const int32_t> tokens, int64_t num_prompt_tokens,
+                  int32_t max_drafts, std::vector<int32_t>* out) override;
 
-  // The same lookup as a plain function (the suffix drafter's fallback,
-  // tests): where the continuation starts, or -1 without a match.
-  static int64_t find_continuation(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n);
+  // The same lookup as a plain function (tests): where the continuation
+  // starts, or -1 without a match; the match's length in *match_length.
+  static int64_t find_continuation(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n,
+                                   int32_t* match_length = nullptr);
 
  private:
   int32_t min_n_;

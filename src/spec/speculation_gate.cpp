@@ -9,12 +9,19 @@ namespace strata {
 SpeculationGate::SpeculationGate(int32_t num_speculative_tokens, bool cost_gating)
     : num_speculative_tokens_(num_speculative_tokens), cost_gating_(cost_gating) {}
 
-double SpeculationGate::acceptance_of(const AcceptanceRecord& record) const {
-  // Every request's rate, with one accepted and one rejected draft of prior
-  // (0.5 before anything is known).
-  const double global = (global_accepted_ + 1.0) / (global_accepted_ + global_rejected_ + 2.0);
-  return (record.accepted + kPriorWeight * global) /
-         (record.accepted + record.rejected + kPriorWeight);
+double SpeculationGate::acceptance_of(const AcceptanceRecord& record, int32_t match_class,
+                                      const ClassRecords& every_request) {
+  // Every request's rate over all classes, with one accepted and one
+  // rejected draft of prior (0.5 before anything is known); then the
+  // class's, then the request's, each pulled towards the one before.
+  const auto pulled = [](const AcceptanceRecord& r, double prior, double weight) {
+    return (r.accepted + weight * prior) / (r.accepted + r.rejected + weight);
+  };
+  const double all = pulled(every_request.total(), 0.5, 2.0);
+  const double cls =
+      pulled(every_request.of[static_cast<size_t>(std::clamp(match_class, 0, kMatchClasses - 1))],
+             all, kPriorWeight);
+  return pulled(record, cls, kPriorWeight);
 }
 
 int32_t SpeculationGate::drafts_for_step(int32_t num_decoding) {
@@ -147,7 +154,8 @@ void SpeculationGate::record_realised(const GateObservation& step) {
   }
 }
 
-void SpeculationGate::select(int32_t num_decoding, std::span<DraftCandidate> candidates) {
+void SpeculationGate::select(int32_t num_decoding, const ClassRecords& every_request,
+                             std::span<DraftCandidate> candidates) {
   selected_cost_ratio_ = 0.0;
   selected_yield_ = 0.0;
   selected_expected_tokens_ = 0.0;
@@ -164,7 +172,7 @@ void SpeculationGate::select(int32_t num_decoding, std::span<DraftCandidate> can
   // Every proposed draft's worth: a^i for the i-th of a request.
   worths_.clear();
   for (uint32_t i = 0; i < candidates.size(); ++i) {
-    const double a = acceptance_of(candidates[i].record);
+    const double a = acceptance_of(candidates[i].record, candidates[i].match_class, every_request);
     double worth = 1.0;
     for (int32_t j = 0; j < candidates[i].num_proposed; ++j) {
       worth *= a;
@@ -224,10 +232,6 @@ void SpeculationGate::observe(const GateObservation& step) {
   stats_.tokens_per_step =
       static_cast<double>(num_observed_tokens_) / static_cast<double>(num_observed_requests_);
   stats_.is_drafting = step.num_draft_tokens > 0;
-  // Every step, so that while nothing drafts the estimate drifts back
-  // towards the prior and drafting is tried again now and then.
-  global_accepted_ = global_accepted_ * kGlobalDecay + static_cast<double>(step.num_accepted);
-  global_rejected_ = global_rejected_ * kGlobalDecay + static_cast<double>(step.num_rejections);
   if (step.num_draft_tokens > 0) {
     ++stats_.num_draft_steps;
     stats_.num_draft_tokens += step.num_draft_tokens;

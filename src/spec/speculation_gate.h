@@ -5,16 +5,18 @@
 // A step of B decoding requests with D drafts among them computes B + D
 // tokens and takes T(B + D) seconds (StepCostModel, measured on this
 // machine's decode-only steps); it yields B tokens plus the accepted drafts.
-// A request's next draft is accepted with probability a (its own recent
-// record, pulled towards the acceptance of all requests while it has little
-// history), its i-th with a^i (drafts are accepted in order), so its i-th
-// draft is worth a^i expected tokens. The gate ranks every proposed draft of
-// the step by that worth and keeps the D best, choosing D to maximise
-// expected tokens per second, (B + sum of their worths) / T(B + D), and only
-// if that beats a plain step's B / T(B) by kMargin. So at batch 1 on a
-// bandwidth-bound model it verifies long drafts, at a large compute-bound
-// batch only the few drafts almost sure to be accepted, and none when even
-// those do not pay.
+// A request's next draft is accepted with probability a: its own recent
+// record of drafts of the proposal's match class, pulled towards every
+// request's record of that class while it has little history, which is in
+// turn pulled towards every request's record of all classes (a class
+// rarely proposed borrows the others' rate); its i-th with a^i (drafts are
+// accepted in order), so its i-th draft is worth a^i expected tokens. The
+// gate ranks every proposed draft of the step by that worth and keeps the
+// D best, choosing D to maximise expected tokens per second, (B + sum of
+// their worths) / T(B + D), and only if that beats a plain step's B / T(B)
+// by kMargin. So at batch 1 on a bandwidth-bound model it verifies long
+// drafts, at a large compute-bound batch only the few drafts almost sure to
+// be accepted (long matches), and none when even those do not pay.
 //
 // Measurement: a step with no live sample of its plain size B nor of a
 // size within B / kNearDivisor of it (or only older ones than
@@ -63,7 +65,6 @@ struct GateObservation {
   int32_t num_decoding = 0;      // requests that decoded (batch size)
   int64_t num_draft_tokens = 0;  // drafts verified
   int64_t num_accepted = 0;      // of them accepted
-  int64_t num_rejections = 0;    // requests whose drafts were not all accepted
   double seconds = 0.0;          // its cost (the engine: wall seconds of the step)
   // The step decoded only (no prompt tokens), so `seconds` is the decodes'
   // cost; other steps count towards the acceptance figures alone.
@@ -110,14 +111,16 @@ class SpeculationGate : public DraftSelector {
   // plain to measure its size, or while proposing is backed off (the
   // latest proposals did not pay for themselves).
   int32_t drafts_for_step(int32_t num_decoding);
-  void select(int32_t num_decoding, std::span<DraftCandidate> candidates) override;
+  void select(int32_t num_decoding, const ClassRecords& every_request,
+              std::span<DraftCandidate> candidates) override;
   // A step that ran (after drafts_for_step() and select()).
   void observe(const GateObservation& step);
   const GateStats& stats() const { return stats_; }
   const StepCostModel& cost_model() const { return costs_; }
-  // The probability that a request's next draft is accepted, from its
-  // record and every request's.
-  double acceptance_of(const AcceptanceRecord& record) const;
+  // The probability that a request's next draft of class `match_class` is
+  // accepted, from its record of that class and every request's records.
+  static double acceptance_of(const AcceptanceRecord& record, int32_t match_class,
+                              const ClassRecords& every_request);
 
   // Expected tokens per second must beat a plain step's by this much: a
   // tie is not worth the risk.
@@ -127,13 +130,10 @@ class SpeculationGate : public DraftSelector {
   // A measurement of a size within B / kNearDivisor (at least 1) of B
   // stands for B's.
   static constexpr int32_t kNearDivisor = 8;
-  // Weight, in steps, of every request's acceptance in one request's
-  // estimate.
+  // Weight, in steps, of a prior: every request's record of the class in
+  // one request's estimate, and every request's record of all classes in
+  // that of one class.
   static constexpr double kPriorWeight = 2.0;
-  // Decay, per observed step, of the acceptance of every request: with
-  // nothing drafted, a poor record fades in a few hundred steps and
-  // drafting is tried again.
-  static constexpr double kGlobalDecay = 0.995;
   // Proposing drafts costs every step the drafter's time, drafted or not.
   // When the best selection does not beat a step without speculation (T(B)
   // with no proposals) by kMargin, proposals stop for 1, 2, 4, ... up to
@@ -196,9 +196,6 @@ class SpeculationGate : public DraftSelector {
   bool cost_gating_;
   StepCostModel costs_;
   GateStats stats_;
-  // Every request's drafts, decayed per step: accepted and rejections.
-  double global_accepted_ = 0.0;
-  double global_rejected_ = 0.0;
   int64_t num_observed_requests_ = 0;  // sum of num_decoding over observed steps
   int64_t num_observed_tokens_ = 0;    // tokens those steps produced
   // The latest selection's estimate, reported when its step is observed.

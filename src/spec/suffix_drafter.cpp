@@ -135,9 +135,9 @@ SuffixDrafter::SuffixDrafter(const SuffixDrafterOptions& options)
 
 SuffixDrafter::~SuffixDrafter() = default;
 
-void SuffixDrafter::propose(uint64_t request_id, std::span<const int32_t> tokens,
-                            int64_t /*num_prompt_tokens*/, int32_t max_drafts,
-                            std::vector<int32_t>* out) {
+int32_t SuffixDrafter::propose(uint64_t request_id, std::span<const int32_t> tokens,
+                               int64_t /*num_prompt_tokens*/, int32_t max_drafts,
+                               std::vector<int32_t>* out) {
   auto& slot = requests_[request_id];
   if (!slot) {
     slot = std::make_unique<RequestTrie>(RequestTrie{Trie(options_.max_tree_depth), 0});
@@ -157,6 +157,7 @@ void SuffixDrafter::propose(uint64_t request_id, std::span<const int32_t> tokens
       theirs_.size() > mine_.size() || (theirs_.size() == mine_.size() && m2 > m1);
   const std::vector<int32_t>& pick = take_global ? theirs_ : mine_;
   out->insert(out->end(), pick.begin(), pick.end());
+  return pick.empty() ? 0 : take_global ? m2 : m1;
 }
 
 void SuffixDrafter::finish(uint64_t request_id, std::span<const int32_t> tokens,

@@ -39,8 +39,8 @@ class SuffixDrafter : public Drafter {
   explicit SuffixDrafter(const SuffixDrafterOptions& options);
   ~SuffixDrafter() override;
 
-  void propose(uint64_t request_id, std::span<const int32_t> tokens, int64_t num_prompt_tokens,
-               int32_t max_drafts, std::vector<int32_t>* out) override;
+  int32_t propose(uint64_t request_id, std::span<const int32_t> tokens, int64_t num_prompt_tokens,
+                  int32_t max_drafts, std::vector<int32_t>* out) override;
   void finish(uint64_t request_id, std::span<const int32_t> tokens,
               int64_t num_prompt_tokens) override;
 

@@ -479,20 +479,26 @@ TEST(SchedulerTest, StatsCountRunningWaitingAndPrefixTokens) {
   EXPECT_DOUBLE_EQ(s.kv_usage, 0.0);
 }
 
-// A drafter that proposes as many 7s as allowed, and a selector that keeps
-// a fixed number of each request's proposals.
+// A drafter that proposes as many 7s as allowed, after a match of
+// `match` tokens, and a selector that keeps a fixed number of each
+// request's proposals.
 struct SevensDrafter : Drafter {
-  void propose(uint64_t, std::span<const int32_t>, int64_t, int32_t max_drafts,
-               std::vector<int32_t>* out) override {
+  int32_t match = 5;  // class 2
+  int32_t propose(uint64_t, std::span<const int32_t>, int64_t, int32_t max_drafts,
+                  std::vector<int32_t>* out) override {
     out->insert(out->end(), static_cast<size_t>(max_drafts), 7);
+    return match;
   }
 };
 struct KeepSome : DraftSelector {
   int32_t keep = 1;
   int32_t num_decoding = -1;
   std::vector<DraftCandidate> seen;
-  void select(int32_t decoding, std::span<DraftCandidate> candidates) override {
+  ClassRecords every_request;
+  void select(int32_t decoding, const ClassRecords& all,
+              std::span<DraftCandidate> candidates) override {
     num_decoding = decoding;
+    every_request = all;
     seen.assign(candidates.begin(), candidates.end());
     for (DraftCandidate& c : candidates) c.num_selected = std::min(keep, c.num_proposed);
   }
@@ -527,32 +533,81 @@ TEST(SchedulerTest, TheDraftSelectorTrimsProposalsAndPromptsGetTheRest) {
   EXPECT_EQ(p.requests[2].num_new_tokens, 8);
   EXPECT_EQ(p.num_scheduled_tokens, 12);
   h.sched.update(p, h.runner.run(p));
-  // The fake runner accepts no draft: one rejection in each record, which
-  // the next selection sees.
-  EXPECT_DOUBLE_EQ(h.sched.find(1)->draft_record.rejected, 1.0);
-  EXPECT_DOUBLE_EQ(h.sched.find(1)->draft_record.accepted, 0.0);
+  // The fake runner accepts no draft: one rejection in each request's
+  // record of the proposals' class (a match of 5: class 2), which the next
+  // selection sees, and two in every request's.
+  EXPECT_EQ(selector.seen[0].match_class, 2);
+  EXPECT_DOUBLE_EQ(h.sched.find(1)->draft_records.of[2].rejected, 1.0);
+  EXPECT_DOUBLE_EQ(h.sched.find(1)->draft_records.of[2].accepted, 0.0);
+  EXPECT_DOUBLE_EQ(h.sched.find(1)->draft_records.total().rejected, 1.0);
   selector.keep = 0;
   p = h.sched.schedule(4);
   EXPECT_DOUBLE_EQ(selector.seen[0].record.rejected, 1.0);
+  EXPECT_DOUBLE_EQ(selector.every_request.of[2].rejected, 2.0);
+  EXPECT_DOUBLE_EQ(selector.every_request.total().rejected, 2.0);
   EXPECT_EQ(p.requests[0].num_draft_tokens, 0);
   EXPECT_EQ(p.requests[0].num_new_tokens, 1);
   // The dropped proposal became the request's shadow: the next token is
   // not a 7, so it counts as a rejection, after the step's decay.
   EXPECT_EQ(p.requests[0].new_token_ids.size(), 1u);
   h.sched.update(p, h.runner.run(p));
-  EXPECT_DOUBLE_EQ(h.sched.find(1)->draft_record.rejected, AcceptanceRecord::kDecay + 1.0);
+  EXPECT_DOUBLE_EQ(h.sched.find(1)->draft_records.of[2].rejected, AcceptanceRecord::kDecay + 1.0);
   EXPECT_TRUE(h.sched.find(1)->shadow_drafts.empty());
+}
+
+TEST(SchedulerTest, DraftsAreRecordedInTheClassOfTheirMatch) {
+  Harness h(64, 4, opts(12));
+  SevensDrafter drafter;
+  KeepSome selector;
+  selector.keep = 2;
+  h.sched.set_drafter(&drafter);
+  h.sched.set_draft_selector(&selector);
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 4, 40)).is_ok());
+  StepPlan p = h.sched.schedule(4);  // the prompt
+  h.sched.update(p, h.runner.run(p));
+  // Verified drafts after a match of 1 (class 0), then of 20 (class 4);
+  // a shadow (nothing kept) after a match of 3 (class 1). Every update()
+  // first decays every request's records by kEveryRequestDecay; a decode
+  // decays the request's by kDecay.
+  const double d = AcceptanceRecord::kDecay;
+  const double e = ClassRecords::kEveryRequestDecay;
+  drafter.match = 1;
+  p = h.sched.schedule(4);
+  EXPECT_EQ(selector.seen[0].match_class, 0);
+  EXPECT_EQ(p.requests[0].num_draft_tokens, 2);
+  h.sched.update(p, h.runner.run(p));
+  drafter.match = 20;
+  p = h.sched.schedule(4);
+  EXPECT_EQ(selector.seen[0].match_class, 4);
+  EXPECT_DOUBLE_EQ(selector.seen[0].record.rejected, 0.0);  // nothing in class 4 yet
+  h.sched.update(p, h.runner.run(p));
+  drafter.match = 3;
+  selector.keep = 0;
+  p = h.sched.schedule(4);
+  EXPECT_EQ(selector.seen[0].match_class, 1);
+  h.sched.update(p, h.runner.run(p));  // the shadow's 7 is not the next token
+  const ClassRecords& mine = h.sched.find(1)->draft_records;
+  EXPECT_DOUBLE_EQ(mine.of[0].rejected, d * d);
+  EXPECT_DOUBLE_EQ(mine.of[4].rejected, d);
+  EXPECT_DOUBLE_EQ(mine.of[1].rejected, 1.0);
+  EXPECT_DOUBLE_EQ(mine.of[2].rejected + mine.of[3].rejected, 0.0);
+  EXPECT_DOUBLE_EQ(mine.total().accepted, 0.0);
+  p = h.sched.schedule(4);
+  EXPECT_DOUBLE_EQ(selector.every_request.of[0].rejected, e * e);
+  EXPECT_DOUBLE_EQ(selector.every_request.of[4].rejected, e);
+  EXPECT_DOUBLE_EQ(selector.every_request.of[1].rejected, 1.0);
 }
 
 // Proposes the fake model's true continuation, with its `wrong_at`-th
 // token (if any) replaced.
 struct OracleDrafter : Drafter {
   int32_t wrong_at = -1;
-  void propose(uint64_t, std::span<const int32_t> tokens, int64_t, int32_t max_drafts,
-               std::vector<int32_t>* out) override {
+  int32_t propose(uint64_t, std::span<const int32_t> tokens, int64_t, int32_t max_drafts,
+                  std::vector<int32_t>* out) override {
     std::vector<int32_t> next = testing::reference_output(tokens, max_drafts);
     if (wrong_at >= 0 && wrong_at < max_drafts) next[static_cast<size_t>(wrong_at)] ^= 1;
     out->insert(out->end(), next.begin(), next.end());
+    return 1;  // class 0
   }
 };
 
@@ -572,7 +627,7 @@ TEST(SchedulerTest, DroppedProposalsAreCheckedAgainstTheTokensThatFollow) {
   step();  // the prompt
   // Right proposals: a shadow of 3 matches over 3 steps, then the next.
   for (int i = 0; i < 9; ++i) step();
-  const AcceptanceRecord right = h.sched.find(1)->draft_record;
+  const AcceptanceRecord right = h.sched.find(1)->draft_records.of[0];
   EXPECT_DOUBLE_EQ(right.rejected, 0.0);
   const double d = AcceptanceRecord::kDecay;
   // Three shadows resolved, at steps 3, 6 and 9 of the nine.
@@ -580,7 +635,7 @@ TEST(SchedulerTest, DroppedProposalsAreCheckedAgainstTheTokensThatFollow) {
   // The second proposal wrong: each shadow matches one token, then fails.
   drafter.wrong_at = 1;
   for (int i = 0; i < 40; ++i) step();
-  const AcceptanceRecord half = h.sched.find(1)->draft_record;
+  const AcceptanceRecord half = h.sched.find(1)->draft_records.of[0];
   EXPECT_GT(half.rejected, 5.0);
   // As many matches as rejections since, besides the faded earlier ones.
   EXPECT_NEAR(half.accepted - right.accepted * std::pow(d, 40), half.rejected, 1e-9);

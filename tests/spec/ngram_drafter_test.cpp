@@ -42,6 +42,21 @@ TEST(NgramDrafter, NoMatchNoDrafts) {
   EXPECT_TRUE(propose(d, {}, 4).empty());
 }
 
+TEST(NgramDrafter, ReportsTheLengthOfTheMatch) {
+  std::vector<int32_t> out;
+  NgramDrafter d(1, 3);
+  // The 2-gram "1 2" matches (no 3-gram does).
+  EXPECT_EQ(d.propose(1, std::vector<int32_t>{7, 8, 9, 1, 2, 4, 0, 1, 2}, 0, 2, &out), 2);
+  EXPECT_EQ(out, (std::vector<int32_t>{4, 0}));
+  // "5 1 2" matches in full: max_n.
+  out.clear();
+  EXPECT_EQ(d.propose(1, std::vector<int32_t>{5, 1, 2, 8, 0, 5, 1, 2}, 0, 1, &out), 3);
+  EXPECT_EQ(out, (std::vector<int32_t>{8}));
+  out.clear();
+  EXPECT_EQ(d.propose(1, std::vector<int32_t>{1, 2, 3}, 0, 1, &out), 0);
+  EXPECT_TRUE(out.empty());
+}
+
 TEST(NgramDrafter, ShortCycleContinuesThroughItsOwnDrafts) {
   NgramDrafter d(1, 2);
   // A period-2 loop: the continuation runs past the end into the drafts.

@@ -140,7 +140,7 @@ TEST(SuffixDrafter, LearnsFromTheRequestAndFromFinishedOutputs) {
   std::vector<int32_t> out;
   // Within a request: its own earlier tokens.
   const std::vector<int32_t> a = {10, 11, 12, 13, 14, 10, 11};
-  d.propose(1, a, 3, 3, &out);
+  EXPECT_EQ(d.propose(1, a, 3, 3, &out), 2);  // after a match of "10 11"
   EXPECT_EQ(out, (std::vector<int32_t>{12, 13, 14}));
   EXPECT_EQ(d.num_live_requests(), 1u);
   // Request 1 ends having output 20 21 22 23; a new request whose context
@@ -148,13 +148,33 @@ TEST(SuffixDrafter, LearnsFromTheRequestAndFromFinishedOutputs) {
   d.finish(1, std::vector<int32_t>{1, 2, 3, 20, 21, 22, 23}, 3);
   EXPECT_EQ(d.num_live_requests(), 0u);
   out.clear();
-  d.propose(2, std::vector<int32_t>{7, 8, 20, 21}, 2, 2, &out);
+  EXPECT_EQ(d.propose(2, std::vector<int32_t>{7, 8, 20, 21}, 2, 2, &out), 2);
   EXPECT_EQ(out, (std::vector<int32_t>{22, 23}));
   // The prompt of a finished request is not remembered.
   d.finish(2, std::vector<int32_t>{7, 8, 20, 21}, 4);
   out.clear();
-  d.propose(3, std::vector<int32_t>{1, 2}, 2, 2, &out);
+  EXPECT_EQ(d.propose(3, std::vector<int32_t>{1, 2}, 2, 2, &out), 0);  // no drafts: no match
   EXPECT_TRUE(out.empty());
+}
+
+TEST(SuffixDrafter, ReportsTheMatchOfTheTrieItsDraftsCameFrom) {
+  SuffixDrafterOptions o;
+  o.min_token_prob = 0.0;
+  o.max_spec_factor = 4.0;
+  SuffixDrafter d(o);
+  std::vector<int32_t> out;
+  // A finished output holds "1 2 3 4 5 6"; the new request's own tokens
+  // hold "9 4 5 7". Its context ends in "3 4 5": the global trie matches
+  // 3 tokens and proposes 6; its own trie matches "4 5" (2) and proposes 7,
+  // as long a proposal (1 draft) with a shorter match, so the global wins.
+  d.finish(1, std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6}, 1);
+  EXPECT_EQ(d.propose(2, std::vector<int32_t>{9, 4, 5, 7, 3, 4, 5}, 1, 1, &out), 3);
+  EXPECT_EQ(out, (std::vector<int32_t>{6}));
+  // With room for 2 drafts the own trie's "7 3" is longer than the
+  // global's single "6" (the output ended there): the own trie's match.
+  out.clear();
+  EXPECT_EQ(d.propose(2, std::vector<int32_t>{9, 4, 5, 7, 3, 4, 5}, 1, 2, &out), 2);
+  EXPECT_EQ(out, (std::vector<int32_t>{7, 3}));
 }
 
 TEST(SuffixDrafter, GlobalTreeStaysBounded) {
