@@ -250,7 +250,6 @@ void Scheduler::select_drafts(StepState& st) {
         record_drafts(&r, r.shadow_class, r.shadow_matched, r.shadow_matched);
       }
       r.shadow_drafts.clear();
-      r.verifying_class = g.draft_class;
     } else if (r.shadow_drafts.empty()) {
       r.shadow_drafts = g.drafts;
       r.shadow_class = g.draft_class;
@@ -400,6 +399,7 @@ StepPlan Scheduler::build_plan(int32_t max_drafts, int32_t max_requests, bool ma
                            r.tokens.begin() + r.num_computed_tokens + g.num_new_tokens);
     s.new_token_ids.insert(s.new_token_ids.end(), g.drafts.begin(), g.drafts.end());
     s.num_draft_tokens = static_cast<int32_t>(g.drafts.size());
+    r.verifying_class = g.draft_class;
     s.block_table = kv_->block_table(r.spec.id);
     s.is_sampling = r.num_computed_tokens + g.num_new_tokens == r.num_tokens();
     s.is_prefill = r.num_computed_tokens < r.num_prompt_tokens;

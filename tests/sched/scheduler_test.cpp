@@ -598,6 +598,22 @@ TEST(SchedulerTest, DraftsAreRecordedInTheClassOfTheirMatch) {
   EXPECT_DOUBLE_EQ(selector.every_request.of[1].rejected, 1.0);
 }
 
+TEST(SchedulerTest, WithoutASelectorVerifiedDraftsAreRecordedInTheirClassToo) {
+  Harness h(64, 4, opts(12));
+  SevensDrafter drafter;
+  drafter.match = 9;  // class 3
+  h.sched.set_drafter(&drafter);
+  ASSERT_TRUE(h.sched.add_request(make_spec(1, 4, 40)).is_ok());
+  StepPlan p = h.sched.schedule(2);  // the prompt
+  h.sched.update(p, h.runner.run(p));
+  p = h.sched.schedule(2);
+  ASSERT_EQ(p.requests[0].num_draft_tokens, 2);  // every proposal verified
+  h.sched.update(p, h.runner.run(p));
+  const ClassRecords& mine = h.sched.find(1)->draft_records;
+  EXPECT_DOUBLE_EQ(mine.of[3].rejected, 1.0);
+  EXPECT_DOUBLE_EQ(mine.total().rejected, 1.0);
+}
+
 // Proposes the fake model's true continuation, with its `wrong_at`-th
 // token (if any) replaced.
 struct OracleDrafter : Drafter {
