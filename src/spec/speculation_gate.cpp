@@ -43,14 +43,17 @@ int32_t SpeculationGate::drafts_for_step(int32_t num_decoding) {
   }
   if (!is_measured || is_vetoed(b)) return 0;
   // The realised-gain check needs a current plain rate: while drafting,
-  // every kPlainRefreshSteps a step runs plain.
+  // every kPlainRefreshSteps a step runs plain, every
+  // kMarginalPlainRefreshSteps while the latest gain is marginal.
   const Realised* r = realised_near(b);
   if (r == nullptr) return 0;
   int64_t newest_plain = -1;
   for (int32_t i = 0; i < r->plain_count; ++i) {
     newest_plain = std::max(newest_plain, r->plain_step[static_cast<size_t>(i)]);
   }
-  return num_steps_ - newest_plain <= kPlainRefreshSteps ? num_speculative_tokens_ : 0;
+  const int64_t refresh =
+      r->last_gain < kMarginalGain ? kMarginalPlainRefreshSteps : kPlainRefreshSteps;
+  return num_steps_ - newest_plain <= refresh ? num_speculative_tokens_ : 0;
 }
 
 const SpeculationGate::Realised* SpeculationGate::realised_near(int32_t num_decoding) const {
