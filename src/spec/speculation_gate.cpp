@@ -191,7 +191,7 @@ void SpeculationGate::select(int32_t num_decoding, const ClassRecords& every_req
   // and so does every choice of D.
   const double proposing = proposal_seconds_per_request_ * b;
   const double plain_rate = b / (plain + proposing);
-  double best_rate = plain_rate * (1.0 + kMargin);
+  double best_rate = plain_rate;
   size_t best = 0;
   double expected = b;
   double best_cost = plain;
@@ -211,13 +211,14 @@ void SpeculationGate::select(int32_t num_decoding, const ClassRecords& every_req
   }
   // Whether proposing pays at all: the best choice against a step without
   // speculation. If not, stop proposing for a while (doubling each time).
-  if (best_rate > (b / plain) * (1.0 + kMargin)) {
+  if (best_rate > (b / plain) * (1.0 + kProposalMargin)) {
     backoff_length_ = 0;
   } else {
     backoff_length_ = std::clamp(backoff_length_ * 2, 1, kMaxProposalBackoff);
     backoff_left_ = backoff_length_;
   }
-  if (best == 0) return;
+  // Whether drafting pays by more than the estimates' error.
+  if (best == 0 || best_rate <= plain_rate * (1.0 + kMargin)) return;
   for (size_t d = 0; d < best; ++d) ++candidates[worths_[d].candidate].num_selected;
   selected_cost_ratio_ = best_cost / plain;
   selected_yield_ = best_rate * best_cost / b;

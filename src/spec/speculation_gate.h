@@ -124,8 +124,20 @@ class SpeculationGate : public DraftSelector {
                               const ClassRecords& every_request);
 
   // Expected tokens per second must beat a plain step's by this much: a
-  // tie is not worth the risk.
-  static constexpr double kMargin = 0.03;
+  // tie is not worth the risk. Where every token costs about alike (a
+  // compute-bound batch), the estimates of drafting steps measured 1.5-4%
+  // low on the Zen 4 VM, and a batch whose requests drift out of step by
+  // their accepted drafts mixes the next prompts into decode steps instead
+  // of prefilling them together; at 3% the gate drafted on such gains at
+  // 16 streams and ran 2-4% below plain decoding (docs/speculative.md,
+  // "Margin").
+  static constexpr double kMargin = 0.06;
+  // Proposals go on while the best selection beats a step without
+  // speculation by this much (see kMaxProposalBackoff), drafted or not: at
+  // batch 1 a request's proposals after short matches pay less than
+  // kMargin, and backing off on them lost the long matches that followed
+  // (1.34x -> 1.19x on the edit workload).
+  static constexpr double kProposalMargin = 0.03;
   // A plain step's size is measured again after this many recorded steps.
   static constexpr int64_t kRefreshSteps = 512;
   // A measurement of a size within B / kNearDivisor (at least 1) of B
@@ -137,7 +149,7 @@ class SpeculationGate : public DraftSelector {
   static constexpr double kPriorWeight = 2.0;
   // Proposing drafts costs every step the drafter's time, drafted or not.
   // When the best selection does not beat a step without speculation (T(B)
-  // with no proposals) by kMargin, proposals stop for 1, 2, 4, ... up to
+  // with no proposals) by kProposalMargin, proposals stop for 1, 2, 4, ... up to
   // this many steps, so a workload whose drafts do not pay runs at the
   // speed of no speculation, and proposals resume to look again.
   static constexpr int32_t kMaxProposalBackoff = 32;

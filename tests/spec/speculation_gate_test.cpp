@@ -213,6 +213,24 @@ TEST(SpeculationGate, StopsProposingWhenDraftsDoNotPayForTheProposals) {
   EXPECT_GE(t2.tokens_per_second() / plain_rate(paid_proposals), 0.97);
 }
 
+TEST(SpeculationGate, DoesNotDraftForAGainWithinItsEstimatesError) {
+  // 16 requests copying text (drafts accepted 95%); a step of n tokens
+  // costs 0.25 + 0.09 n. The best drafting step (32 drafts) would yield
+  // 1.055x a plain step's tokens per second, 8 drafts 1.034x: gains the
+  // size of the cost model's error where every token costs nearly alike
+  // (its estimates of drafting steps ran 1.5-4% low at 16 streams on the
+  // Zen 4 VM), so nothing is verified beyond the tries that measure a
+  // size. Such gains still beat kProposalMargin: proposals go on, and the
+  // records stay current for when drafts pay more.
+  Sim sim([](int32_t n) { return 0.25 + 0.09 * n; }, std::vector<double>(16, 0.95), 4);
+  SpeculationGate gate(4, true);
+  const Sim::Totals t = sim.run(gate, 600);
+  EXPECT_EQ(t.drafting_steps, StepCostModel::kMinSamples);
+  EXPECT_GT(t.proposing_steps, 590);
+  EXPECT_GE(t.tokens_per_second() / plain_rate(sim), 0.99);
+  EXPECT_FALSE(gate.stats().is_drafting);
+}
+
 TEST(SpeculationGate, TriesLargerStepsAFewTokensAtATime) {
   // 16 requests copying text (drafts accepted 90%) on a machine where a
   // step is cheap up to 20 tokens and then turns compute-bound: every token
