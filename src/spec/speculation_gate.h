@@ -125,11 +125,11 @@ class SpeculationGate : public DraftSelector {
 
   // Expected tokens per second must beat a plain step's by this much: a
   // tie is not worth the risk. Where every token costs about alike (a
-  // compute-bound batch), the estimates of drafting steps measured 1.5-4%
+  // compute-bound batch), the estimates of drafting steps measured 1.4-4.5%
   // low on the Zen 4 VM, and a batch whose requests drift out of step by
   // their accepted drafts mixes the next prompts into decode steps instead
   // of prefilling them together; at 3% the gate drafted on such gains at
-  // 16 streams and ran 2-4% below plain decoding (docs/speculative.md,
+  // 16 streams and ran 1-4% below plain decoding (docs/speculative.md,
   // "Margin").
   static constexpr double kMargin = 0.06;
   // Proposals go on while the best selection beats a step without

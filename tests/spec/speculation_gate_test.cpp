@@ -218,7 +218,7 @@ TEST(SpeculationGate, DoesNotDraftForAGainWithinItsEstimatesError) {
   // costs 0.25 + 0.09 n. The best drafting step (32 drafts) would yield
   // 1.055x a plain step's tokens per second, 8 drafts 1.034x: gains the
   // size of the cost model's error where every token costs nearly alike
-  // (its estimates of drafting steps ran 1.5-4% low at 16 streams on the
+  // (its estimates of drafting steps ran 1.4-4.5% low at 16 streams on the
   // Zen 4 VM), so nothing is verified beyond the tries that measure a
   // size. Such gains still beat kProposalMargin: proposals go on, and the
   // records stay current for when drafts pay more.
