@@ -16,7 +16,8 @@
 // Two weight layouts, one arithmetic:
 //  - kTiled16 (what the model loader builds, see pack_tiles): the transposed
 //    vectors and the 16 scales stored tile by tile, so a tile is one
-//    sequential run the kernel loads as is, for any n.
+//    sequential run the kernel loads as is, for any n. Tiles run in panels
+//    (see matmul_tiled).
 //  - kGguf: rows as the file stores them. With few tokens each block is
 //    transposed and used at once; with more, a row tile is transposed once
 //    into a thread-local scratch (the kTiled16 vectors) and then run against
@@ -53,6 +54,8 @@ constexpr int kGroups = kQK8_0 / 4;  // 4-byte groups per block
 constexpr int kTokenTile = 8;        // tokens per register tile
 // From this many tokens on, a row tile is transposed once into scratch.
 constexpr int64_t kPackMinTokens = 2 * kTokenTile;
+// The bytes of kTiled16 row tiles one token group runs against in turn.
+constexpr size_t kPanelBytes = size_t{256} << 10;
 
 // One transposed block of a 16-row tile: group k of row j in w[k] lane j.
 struct TileBlock {
@@ -452,9 +455,12 @@ void matmul_tiles(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
   }
 }
 
-// Rows [r0, r1) of a kTiled16 weight (r0 on a tile boundary). The first
-// token group streams each tile from memory while the next tile is
-// prefetched into L2; later groups find it in cache.
+// Rows [r0, r1) of a kTiled16 weight (r0 on a tile boundary), a panel of
+// row tiles at a time: each token group runs against every tile of the
+// panel before the next group, so the activations are read once per panel
+// (from L1) instead of once per tile (from L3 once n tokens outgrow L2),
+// while the panel's tiles stay in L2. The first token group streams each
+// tile from memory while the next tile is prefetched into L2.
 template <class LoadFn>
 void matmul_tiled(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
                   float* y, int64_t r0, int64_t r1, LoadFn load) {
@@ -463,26 +469,33 @@ void matmul_tiled(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
   const size_t quant_bytes = static_cast<size_t>(nb) * tiled_quant_bytes(w.type);
   const size_t prefetch_per_block = (tile_bytes + static_cast<size_t>(nb) - 1) / nb;
   const auto* base = static_cast<const uint8_t*>(w.data);
-  for (int64_t r = r0; r < r1; r += kRowTile) {
-    const uint8_t* tp = base + static_cast<size_t>(r / kRowTile) * tile_bytes;
-    const TiledTile tile{tp, tp + quant_bytes};
-    const auto mask = static_cast<__mmask16>((1u << std::min<int64_t>(kRowTile, r1 - r)) - 1u);
-    const char* next = r + kRowTile < r1 ? reinterpret_cast<const char*>(tp + tile_bytes) : nullptr;
-    const auto prefetch_next = [&](int64_t b) {
-      if (next == nullptr) return;
-      const char* p = next + static_cast<size_t>(b) * prefetch_per_block;
-      for (size_t o = 0; o < prefetch_per_block; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
-    };
-    const auto no_prefetch = [](int64_t) {};
-    for_token_groups(x_enc, x_row_bytes, n, y + r, w.rows,
-                     [&](auto tc, auto xr, float* out, int64_t t) {
-                       constexpr int T = decltype(tc)::value;
-                       if (t == 0) {
-                         direct_tile<T>(tile, nb, xr, out, w.rows, mask, load, prefetch_next);
-                       } else {
-                         direct_tile<T>(tile, nb, xr, out, w.rows, mask, load, no_prefetch);
-                       }
-                     });
+  const int64_t panel_rows =
+      kRowTile * std::max<int64_t>(1, static_cast<int64_t>(kPanelBytes / tile_bytes));
+  for (int64_t p = r0; p < r1; p += panel_rows) {
+    const int64_t p_end = std::min(r1, p + panel_rows);
+    for_token_groups(
+        x_enc, x_row_bytes, n, y, w.rows, [&](auto tc, auto xr, float* out_t, int64_t t) {
+          constexpr int T = decltype(tc)::value;
+          for (int64_t r = p; r < p_end; r += kRowTile) {
+            const uint8_t* tp = base + static_cast<size_t>(r / kRowTile) * tile_bytes;
+            const TiledTile tile{tp, tp + quant_bytes};
+            const auto mask =
+                static_cast<__mmask16>((1u << std::min<int64_t>(kRowTile, r1 - r)) - 1u);
+            const char* next = t == 0 && r + kRowTile < r1
+                                   ? reinterpret_cast<const char*>(tp + tile_bytes)
+                                   : nullptr;
+            const auto prefetch_next = [&](int64_t b) {
+              const char* q = next + static_cast<size_t>(b) * prefetch_per_block;
+              for (size_t o = 0; o < prefetch_per_block; o += 64) _mm_prefetch(q + o, _MM_HINT_T1);
+            };
+            const auto no_prefetch = [](int64_t) {};
+            if (next != nullptr) {
+              direct_tile<T>(tile, nb, xr, out_t + r, w.rows, mask, load, prefetch_next);
+            } else {
+              direct_tile<T>(tile, nb, xr, out_t + r, w.rows, mask, load, no_prefetch);
+            }
+          }
+        });
   }
 }
 
