@@ -141,14 +141,15 @@ TEST(MatmulAvx512, OutputsAreIndependentOfBatchAndThreads) {
 
 // The kTiled16 layout (what models load into) gives the GGUF layout's bits
 // for every batch size, row tail and thread split, including extreme quants;
-// rows past the end pad the last tile and are never stored. 229 rows of 2048
-// columns are 15 tiles, more than one panel (see kPanelBytes) of either type.
+// rows past the end pad the last tile and are never stored. 229 and 250 rows
+// of 2048 columns are 15 and 16 tiles, more than one panel (see kPanelBytes)
+// of either type, with a last panel of one or of several tiles.
 TEST(MatmulAvx512, TiledLayoutIsBitIdenticalToGgufLayout) {
   if (!has_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
   ScopedIsa scoped(KernelIsa::kAvx512Vnni);
   for (DType type : {DType::kQ8_0, DType::kQ4_0}) {
     for (int64_t cols : {32, 3 * 32, 2048}) {
-      for (int64_t rows : {1, 15, 16, 17, 53, 229}) {
+      for (int64_t rows : {1, 15, 16, 17, 53, 229, 250}) {
         const auto src = random_floats(rows * cols, static_cast<uint32_t>(rows * 3 + cols), 0.1f);
         auto bytes = quantize_rows(type, src.data(), rows, cols);
         const size_t row_bytes = dtype_row_bytes(type, cols);
