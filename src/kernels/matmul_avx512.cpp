@@ -458,8 +458,8 @@ void matmul_tiles(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes,
 // Rows [r0, r1) of a kTiled16 weight (r0 on a tile boundary), a panel of
 // row tiles at a time: each token group runs against every tile of the
 // panel before the next group, so the activations are read once per panel
-// (from L1) instead of once per tile (from L3 once n tokens outgrow L2),
-// while the panel's tiles stay in L2. The first token group streams each
+// (from L1; L2 for rows as wide as 5632) instead of once per tile (from L3
+// once n tokens outgrow L2), while the panel's tiles stay in L2. The first token group streams each
 // tile from memory while the next tile is prefetched into L2.
 template <class LoadFn>
 void matmul_tiled(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
