@@ -13,7 +13,7 @@
 namespace strata {
 namespace {
 
-#if defined(__linux__) && defined(__x86_64__)
+#if defined(__linux__) && defined(__x86_64__) && !defined(STRATA_AMX_EMULATE)
 // From <asm/prctl.h> (Linux 5.16+); spelled out so older headers build.
 constexpr int kArchGetXcompPerm = 0x1022;
 constexpr int kArchReqXcompPerm = 0x1023;
@@ -37,7 +37,12 @@ bool request_tile_permission() {
 AmxSupport detect_amx_support() {
   AmxSupport s;
   s.has_vnni = detect_cpu_features().can_run_avx512_vnni_kernels();
-#if defined(__x86_64__)
+#if defined(STRATA_AMX_EMULATE)
+  // The test library strata_kernels_amx_emulated: its tile instructions are
+  // amx_emulator.h's, which every CPU runs (the kernels' VNNI code still
+  // needs has_vnni).
+  s.cpu_has_amx_int8 = s.cpu_has_amx_bf16 = s.os_saves_tiles = s.permission = true;
+#elif defined(__x86_64__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return s;
   s.cpu_has_amx_bf16 = (edx & (1u << 22)) != 0;

@@ -10,11 +10,11 @@
 // stay inside strata::amx, as the isa_confinement test checks.
 #pragma once
 
-#include <immintrin.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "kernels/amx_intrinsics.h"
 
 namespace strata::amx {
 

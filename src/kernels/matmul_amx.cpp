@@ -26,12 +26,11 @@
 // The fp32 accumulators (32 x 32) live in an L1 buffer.
 #include "kernels/matmul_amx.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "kernels/amx_intrinsics.h"
 #include "kernels/amx_tile_product.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/quant.h"

@@ -12,12 +12,11 @@
 // whatever n or its place in a tile.
 #include "kernels/matmul_float_amx.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "kernels/amx_intrinsics.h"
 #include "kernels/amx_tile_product.h"
 #include "kernels/matmul_amx.h"
 #include "util/thread_pool.h"

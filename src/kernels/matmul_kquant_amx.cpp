@@ -42,6 +42,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/amx_intrinsics.h"
 #include "kernels/amx_tile_product.h"
 #include "kernels/kquant_packed_avx512.h"
 #include "kernels/matmul_amx.h"
