@@ -475,6 +475,8 @@ BENCHMARK(BM_PagedAttention)
     ->Args({3000, 8, 8, 22, 1})
     ->Args({100, 1, 63, 1, 0})
     ->Args({100, 1, 63, 22, 0})
+    ->Args({2048, 1, 0, 22, 0})
+    ->Args({4000, 1, 0, 22, 0})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -57,7 +57,6 @@ void attend_group(const float* q, const KvLayerView& kv, const AttentionBatch& b
   const int group = n_heads / kv.n_kv_heads;
   const int hd = kv.head_dim;
   const int bs = kv.block_size;
-  const int64_t row_stride = static_cast<int64_t>(kv.n_kv_heads) * hd;  // elems per slot
   const int64_t n_pos = static_cast<int64_t>(batch.pos[t]) + 1;
   const int64_t score_stride = (n_pos + 7) / 8 * 8;
   thread_local std::vector<float> scratch;
@@ -77,7 +76,7 @@ void attend_group(const float* q, const KvLayerView& kv, const AttentionBatch& b
   a.acc = out + (t * n_heads + static_cast<int64_t>(g) * group) * hd;  // [group][hd]
   a.group = group;
   a.head_dim = hd;
-  a.row_stride = row_stride;
+  a.row_stride = hd;  // a KV head's slots are contiguous within a block
   a.scale = scale;
   a.score_stride = score_stride;
   float* scores = q16 + q_floats;  // [group][score_stride]
@@ -97,8 +96,7 @@ void attend_group(const float* q, const KvLayerView& kv, const AttentionBatch& b
     }
     for (int64_t p0 = 0; p0 < n_pos; p0 += bs) {
       a.n = static_cast<int>(std::min<int64_t>(bs, n_pos - p0));
-      const int64_t base =
-          static_cast<int64_t>(table[p0 / bs]) * bs * row_stride + static_cast<int64_t>(g) * hd;
+      const int64_t base = kv_row_offset(kv, static_cast<int64_t>(table[p0 / bs]) * bs, g);
       a.k = kv.k + base;
       a.v = kv.v + base;
       a.scores = scores + p0;
@@ -197,20 +195,23 @@ std::vector<int64_t> split_by_cost(const std::vector<TokenTile>& tiles, int n_kv
 
 void write_kv(const KvLayerView& kv, const float* k, const float* v, const int32_t* slots,
               int64_t n_tokens) {
-  const int64_t row = static_cast<int64_t>(kv.n_kv_heads) * kv.head_dim;
+  const int hd = kv.head_dim;
+  const int64_t row = static_cast<int64_t>(kv.n_kv_heads) * hd;
   const bool use_avx2 = kernel_isa_has_avx2(kernel_isa());
   for (int64_t t = 0; t < n_tokens; ++t) {
     if (slots[t] < 0) continue;  // padding token: nothing to store
-    uint16_t* kd = kv.k + static_cast<int64_t>(slots[t]) * row;
-    uint16_t* vd = kv.v + static_cast<int64_t>(slots[t]) * row;
-    if (use_avx2) {  // F16C: the same bits as fp32_to_fp16
-      avx2::fp32_to_fp16_row(k + t * row, kd, row);
-      avx2::fp32_to_fp16_row(v + t * row, vd, row);
-      continue;
-    }
-    for (int64_t i = 0; i < row; ++i) {
-      kd[i] = fp32_to_fp16(k[t * row + i]);
-      vd[i] = fp32_to_fp16(v[t * row + i]);
+    for (int g = 0; g < kv.n_kv_heads; ++g) {
+      const int64_t dst = kv_row_offset(kv, slots[t], g),
+                    src = t * row + static_cast<int64_t>(g) * hd;
+      if (use_avx2) {  // F16C: the same bits as fp32_to_fp16
+        avx2::fp32_to_fp16_row(k + src, kv.k + dst, hd);
+        avx2::fp32_to_fp16_row(v + src, kv.v + dst, hd);
+        continue;
+      }
+      for (int i = 0; i < hd; ++i) {
+        kv.k[dst + i] = fp32_to_fp16(k[src + i]);
+        kv.v[dst + i] = fp32_to_fp16(v[src + i]);
+      }
     }
   }
 }
@@ -230,7 +231,6 @@ void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch
                  use_avx512 ? (2 * nth + kv.n_kv_heads - 1) / kv.n_kv_heads : 1);
   const int64_t n_tasks = static_cast<int64_t>(tiles.size()) * kv.n_kv_heads;
   const std::vector<int64_t> bounds = split_by_cost(tiles, kv.n_kv_heads, batch, nth);
-  const int64_t row_stride = static_cast<int64_t>(kv.n_kv_heads) * kv.head_dim;
   auto tile_args = [&](int64_t task) {
     const TokenTile& tile = tiles[task / kv.n_kv_heads];
     const int g = static_cast<int>(task % kv.n_kv_heads);
@@ -243,9 +243,10 @@ void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch
     a.num_tokens = tile.num_tokens;
     a.first_num_pos = static_cast<int64_t>(batch.pos[tile.first]) + 1;
     a.block_table = batch.block_tables[batch.seq[tile.first]];
-    a.k = kv.k + static_cast<int64_t>(g) * kv.head_dim;
-    a.v = kv.v + static_cast<int64_t>(g) * kv.head_dim;
-    a.row_stride = row_stride;
+    a.k = kv.k + kv_row_offset(kv, 0, g);
+    a.v = kv.v + kv_row_offset(kv, 0, g);
+    a.row_stride = kv.head_dim;
+    a.block_stride = static_cast<int64_t>(kv.n_kv_heads) * kv.block_size * kv.head_dim;
     a.block_size = kv.block_size;
     a.group = group;
     a.head_dim = kv.head_dim;
@@ -298,7 +299,6 @@ void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch
                      int n_heads, float scale, float* out) {
   const int group = n_heads / kv.n_kv_heads;
   const int hd = kv.head_dim;
-  const int64_t row = static_cast<int64_t>(kv.n_kv_heads) * hd;
   std::vector<float> scores;
   std::vector<float> q16(static_cast<size_t>(hd));
   for (int64_t t = 0; t < batch.n_tokens; ++t) {
@@ -312,7 +312,7 @@ void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch
       for (int64_t p = 0; p < n_pos; ++p) {
         const int64_t slot =
             static_cast<int64_t>(table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
-        const uint16_t* kr = kv.k + slot * row + static_cast<int64_t>(g) * hd;
+        const uint16_t* kr = kv.k + kv_row_offset(kv, slot, g);
         float dot = 0.0f;
         for (int i = 0; i < hd; ++i) dot += q16[i] * fp16_to_fp32(kr[i]);
         scores[p] = scale * dot;
@@ -323,7 +323,7 @@ void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch
       for (int64_t p = 0; p < n_pos; ++p) {
         const int64_t slot =
             static_cast<int64_t>(table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
-        const uint16_t* vr = kv.v + slot * row + static_cast<int64_t>(g) * hd;
+        const uint16_t* vr = kv.v + kv_row_offset(kv, slot, g);
         for (int i = 0; i < hd; ++i) o[i] += scores[p] * fp16_to_fp32(vr[i]);
       }
     }

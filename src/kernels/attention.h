@@ -1,9 +1,12 @@
 // Paged causal attention over a KV cache laid out in fixed-size blocks.
 //
-// KV layout per layer: K and V each [num_blocks][block_size][n_kv_heads]
-// [head_dim] in fp16. A sequence's block table maps its logical block i to a
-// physical block id; token position p lives at slot (table[p / block_size],
-// p % block_size).
+// KV layout per layer: K and V each [num_blocks][n_kv_heads][block_size]
+// [head_dim] in fp16: within a block, one KV head's slots are contiguous (as
+// vLLM lays out its paged cache), so a thread attending with one KV head
+// streams whole runs of block_size * head_dim values instead of one row in
+// every n_kv_heads. A sequence's block table maps its logical block i to a
+// physical block id; token position p lives at slot table[p / block_size] *
+// block_size + p % block_size (kv_row_offset).
 //
 // The batch is flat: token t belongs to sequence seq[t] at position pos[t]
 // and attends to positions [0, pos[t]] of that sequence (its own K/V must
@@ -20,13 +23,20 @@
 namespace strata {
 
 struct KvLayerView {
-  uint16_t* k = nullptr;  // [num_blocks][block_size][n_kv_heads][head_dim] fp16
+  uint16_t* k = nullptr;  // [num_blocks][n_kv_heads][block_size][head_dim] fp16
   uint16_t* v = nullptr;
   int64_t num_blocks = 0;
   int block_size = 16;
   int n_kv_heads = 0;
   int head_dim = 0;
 };
+
+// Where (slot, KV head)'s head_dim values start in a layer's K or V pool, in
+// elements.
+inline int64_t kv_row_offset(const KvLayerView& kv, int64_t slot, int head) {
+  const int64_t block = slot / kv.block_size, offset = slot % kv.block_size;
+  return ((block * kv.n_kv_heads + head) * kv.block_size + offset) * kv.head_dim;
+}
 
 struct AttentionBatch {
   int64_t n_tokens = 0;

@@ -468,12 +468,12 @@ inline void queue_rows(const uint16_t* base, const AttendTileArgs& a, int64_t p_
   const int bs = a.block_size;
   int64_t block = p_begin / bs;
   int offset = static_cast<int>(p_begin - block * bs);
-  const uint16_t* rows = base + static_cast<int64_t>(a.block_table[block]) * bs * a.row_stride;
+  const uint16_t* rows = base + static_cast<int64_t>(a.block_table[block]) * a.block_stride;
   for (int64_t p = p_begin; p < p_end; ++p) {
     pf->push(reinterpret_cast<const char*>(rows + offset * a.row_stride));
     if (++offset == bs && p + 1 < p_end) {
       offset = 0;
-      rows = base + static_cast<int64_t>(a.block_table[++block]) * bs * a.row_stride;
+      rows = base + static_cast<int64_t>(a.block_table[++block]) * a.block_stride;
     }
   }
 }
@@ -642,12 +642,12 @@ void attend_tile(const AttendTileArgs& a) {
     {
       int64_t block = w0 / bs;
       int offset = static_cast<int>(w0 - block * bs);
-      const uint16_t* base = a.k + static_cast<int64_t>(a.block_table[block]) * bs * a.row_stride;
+      const uint16_t* base = a.k + static_cast<int64_t>(a.block_table[block]) * a.block_stride;
       for (int j = 0; j < nw; ++j) {
         key_rows[j] = base + offset * a.row_stride;
         if (++offset == bs && j + 1 < nw) {
           offset = 0;
-          base = a.k + static_cast<int64_t>(a.block_table[++block]) * bs * a.row_stride;
+          base = a.k + static_cast<int64_t>(a.block_table[++block]) * a.block_stride;
         }
       }
     }
@@ -687,7 +687,7 @@ void attend_tile(const AttendTileArgs& a) {
     for (int b0 = 0; b0 < len; b0 += bs) {
       const int nb = std::min(bs, len - b0);
       const uint16_t* vb =
-          a.v + static_cast<int64_t>(a.block_table[(p0 + b0) / bs]) * bs * a.row_stride;
+          a.v + static_cast<int64_t>(a.block_table[(p0 + b0) / bs]) * a.block_stride;
       for (int j = 0; j < nb; ++j) {
         for (int i = 0; i < hd; i += kLanes) {
           _mm512_store_ps(scratch.vf + (b0 + j) * hd + i,

@@ -48,9 +48,10 @@ struct AttendTileArgs {
   int num_tokens = 0;         // >= 1
   int64_t first_num_pos = 0;  // token t attends positions [0, first_num_pos + t)
   const int32_t* block_table = nullptr;  // the sequence's physical block ids
-  const uint16_t* k = nullptr;  // the KV head's slice of physical block 0 (k + g * head_dim)
+  const uint16_t* k = nullptr;  // the KV head's rows in physical block 0 (kv_row_offset(kv, 0, g))
   const uint16_t* v = nullptr;
-  int64_t row_stride = 0;  // elements between consecutive slots (n_kv_heads * head_dim)
+  int64_t row_stride = 0;    // elements between consecutive slots of a block (head_dim)
+  int64_t block_stride = 0;  // elements between consecutive physical blocks
   int block_size = 16;
   int group = 0;
   int head_dim = 0;

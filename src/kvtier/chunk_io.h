@@ -1,10 +1,11 @@
 // chunk_io: copies the K/V of a run of whole KV blocks between KvStorage and
 // a chunk payload (the bytes a KvChunk carries between tiers).
 //
-// Payload layout (fp16, exactly as KvStorage holds it; version 1 of the
-// chunk format, so a change here needs kChunkFormatVersion bumped):
+// Payload layout (fp16, exactly as KvStorage holds it; version 2 of the
+// chunk format, so a change here needs kChunkFormatVersion bumped; version 1
+// had each block [block_size][n_kv_heads][head_dim]):
 //   for each layer l in [0, num_layers):
-//     K of block 0, K of block 1, ..., K of block n-1   (each [block_size][n_kv_heads][head_dim])
+//     K of block 0, K of block 1, ..., K of block n-1   (each [n_kv_heads][block_size][head_dim])
 //     V of block 0, V of block 1, ..., V of block n-1
 // so payload bytes = num_tokens * kv_bytes_per_token(config), and
 // kv_bytes_per_token = num_layers * 2 (K, V) * n_kv_heads * head_dim * 2 (fp16).

@@ -55,7 +55,10 @@ namespace strata {
 class GgufFile;
 struct ModelConfig;
 
-inline constexpr uint32_t kChunkFormatVersion = 1;
+// 2: KV blocks head-major ([n_kv_heads][block_size][head_dim]; 1 had
+// [block_size][n_kv_heads][head_dim]): a version 1 chunk's bytes would load
+// as other heads' values, so its keys no longer match and it simply misses.
+inline constexpr uint32_t kChunkFormatVersion = 2;
 
 struct ModelFingerprint {
   std::array<uint8_t, 32> digest{};  // SHA-256

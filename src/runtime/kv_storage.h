@@ -1,5 +1,6 @@
 // KvStorage: the memory of the paged KV cache — for every layer, K and V
-// pools of fp16 [num_blocks][block_size][n_kv_heads][head_dim].
+// pools of fp16 [num_blocks][n_kv_heads][block_size][head_dim] (the layout
+// kernels/attention.h documents).
 //
 // KvStorage only owns bytes. Which block belongs to which sequence is the
 // caller's business (block tables and slot mappings arrive with each

@@ -329,6 +329,39 @@ TEST(WriteKv, NegativeSlotIsSkipped) {
   EXPECT_EQ(fp16_to_fp32(v[7]), 8.0f);
 }
 
+// The pool layout every reader assumes (attention.h): block-major, then KV
+// head, then slot within the block, then head_dim. Pinned with the formula
+// written out, for every ISA's write_kv.
+TEST(WriteKv, StoresEachHeadsSlotsContiguouslyWithinABlock) {
+  constexpr int bs = 4, n_kv = 3, hd = 5, blocks = 3;
+  const int32_t slots[3] = {6, 1, 11};  // blocks 1, 0, 2
+  std::vector<float> kk(3 * n_kv * hd), vv(kk.size());
+  for (size_t i = 0; i < kk.size(); ++i) {
+    kk[i] = static_cast<float>(i + 1);
+    vv[i] = -static_cast<float>(i + 1);
+  }
+  for (KernelIsa isa : isas_to_test()) {
+    ScopedIsa scoped(isa);
+    std::vector<uint16_t> k(blocks * bs * n_kv * hd, 0), v(k.size(), 0);
+    KvLayerView kv{k.data(), v.data(), blocks, bs, n_kv, hd};
+    write_kv(kv, kk.data(), vv.data(), slots, 3);
+    std::vector<uint16_t> want_k(k.size(), 0), want_v(v.size(), 0);
+    for (int t = 0; t < 3; ++t) {
+      const int block = slots[t] / bs, offset = slots[t] % bs;
+      for (int g = 0; g < n_kv; ++g) {
+        for (int i = 0; i < hd; ++i) {
+          const int dst = ((block * n_kv + g) * bs + offset) * hd + i;
+          want_k[dst] = fp32_to_fp16(kk[(t * n_kv + g) * hd + i]);
+          want_v[dst] = fp32_to_fp16(vv[(t * n_kv + g) * hd + i]);
+          EXPECT_EQ(kv_row_offset(kv, slots[t], g) + i, dst);
+        }
+      }
+    }
+    EXPECT_EQ(k, want_k) << kernel_isa_name(scoped.actual());
+    EXPECT_EQ(v, want_v) << kernel_isa_name(scoped.actual());
+  }
+}
+
 float float_from_bits(uint32_t bits) {
   float f;
   std::memcpy(&f, &bits, 4);

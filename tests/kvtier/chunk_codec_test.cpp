@@ -71,12 +71,12 @@ TEST(ChunkCodecTest, EveryHeaderFieldCorruptionIsRejectedWithOneLine) {
   const std::vector<uint8_t> good = bytes_of(encode_chunk(*c));
   const std::vector<Corruption> cases = {
       {"magic", [](auto& b) { b[0] ^= 1; }, "bad magic"},
-      {"version",
+      {"version (1: the block layout before head-major)",
        [](auto& b) {
-         put_u32(b, 8, 2);
+         put_u32(b, 8, 1);
          reseal(b);
        },
-       "format version 2"},
+       "format version 1"},
       {"header bytes",
        [](auto& b) {
          put_u32(b, 12, 96);
@@ -176,7 +176,7 @@ std::vector<std::pair<std::string, std::vector<uint8_t>>> fuzz_seeds() {
     seeds.emplace_back("invalid_" + name, std::move(b));
   };
   defect("magic", [](auto& b) { b[0] ^= 1; });
-  defect("version", [](auto& b) { put_u32(b, 8, 2), reseal(b); });
+  defect("version", [](auto& b) { put_u32(b, 8, 1), reseal(b); });
   defect("header_bytes", [](auto& b) { put_u32(b, 12, 96), reseal(b); });
   defect("header_checksum", [](auto& b) { b[72] ^= 1; });
   defect("num_tokens_zero", [](auto& b) { put_u32(b, 48, 0), reseal(b); });
