@@ -62,8 +62,12 @@ constexpr int kMaxValueRows = 6;     // rows x 4 vectors of the value step
 // while the same requests spread over the FMA loops overlap with them.
 // bench_kernels BM_PagedAttention layers:22 (2 threads): 64 decodes at ctx
 // 100 68 -> 137 GFLOP/s; ctx 3000, 8-token chunk + 8 decodes 206 -> 290;
-// K/V in cache (layers:1) unchanged. T0 beat T1 by 10-20%; 64 positions
-// ahead beat 32 and 128.
+// K/V in cache (layers:1) unchanged. With slot-major KV blocks T0 beat T1 by
+// 10-20% and 64 positions ahead beat 32 and 128; since a KV head's slots are
+// contiguous in a block (attention.h), into L2 (T1) 128 positions ahead is
+// best on Zen 4: a decode over 22 layers at ctx 2048 0.69x the time of T0 64
+// ahead (T1 64: 0.77x, T1 256: 0.72x, T2 128: 0.78x; 5 alternated rounds),
+// at ctx 4000 0.66x; prefill chunks, mixed steps and K/V in cache 0.97-1.01x.
 struct PrefetchQueue {
   std::vector<const char*> storage;
   const char** rows = nullptr;  // queued KV rows, row_bytes each
@@ -83,7 +87,7 @@ struct PrefetchQueue {
   inline void step() {
     if (next < size) {
       const char* row = rows[next++];
-      for (int b = 0; b < row_bytes; b += 64) _mm_prefetch(row + b, _MM_HINT_T0);
+      for (int b = 0; b < row_bytes; b += 64) _mm_prefetch(row + b, _MM_HINT_T1);
     }
   }
   void flush() {
@@ -485,7 +489,7 @@ inline void queue_rows(const uint16_t* base, const AttendTileArgs& a, int64_t p_
 // they read (so the score pass's last windows ask for the first V rows and
 // the value pass's last span for the next tile's first K rows: a short
 // decode is not read cold); this queues its part [x_begin, x_end).
-constexpr int64_t kPrefetchPositions = 2 * kWindow;
+constexpr int64_t kPrefetchPositions = 4 * kWindow;
 void queue_stream(const AttendTileArgs& a, int64_t x_begin, int64_t x_end, PrefetchQueue* pf) {
   pf->clear(static_cast<int>(x_end - x_begin), a.head_dim * 2);
   const int64_t max_pos = a.first_num_pos + a.num_tokens - 1;
