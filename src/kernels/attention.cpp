@@ -29,7 +29,7 @@ void score_block_scalar(const AttendBlockArgs& a) {
   const int hd = a.head_dim;
   for (int h = 0; h < a.group; ++h) {
     for (int j = 0; j < a.n; ++j) {
-      const uint16_t* kr = a.k + j * a.row_stride;
+      const uint16_t* kr = a.k + j * hd;
       float dot = 0.0f;
       for (int i = 0; i < hd; ++i) dot += a.q[h * hd + i] * fp16_to_fp32(kr[i]);
       a.scores[h * a.score_stride + j] = a.scale * dot;
@@ -43,7 +43,7 @@ void accumulate_block_scalar(const AttendBlockArgs& a) {
     float* acc = a.acc + h * hd;
     for (int j = 0; j < a.n; ++j) {
       const float p = a.scores[h * a.score_stride + j];
-      const uint16_t* vr = a.v + j * a.row_stride;
+      const uint16_t* vr = a.v + j * hd;
       for (int i = 0; i < hd; ++i) acc[i] += p * fp16_to_fp32(vr[i]);
     }
   }
@@ -76,7 +76,6 @@ void attend_group(const float* q, const KvLayerView& kv, const AttentionBatch& b
   a.acc = out + (t * n_heads + static_cast<int64_t>(g) * group) * hd;  // [group][hd]
   a.group = group;
   a.head_dim = hd;
-  a.row_stride = hd;  // a KV head's slots are contiguous within a block
   a.scale = scale;
   a.score_stride = score_stride;
   float* scores = q16 + q_floats;  // [group][score_stride]
@@ -245,7 +244,6 @@ void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch
     a.block_table = batch.block_tables[batch.seq[tile.first]];
     a.k = kv.k + kv_row_offset(kv, 0, g);
     a.v = kv.v + kv_row_offset(kv, 0, g);
-    a.row_stride = kv.head_dim;
     a.block_stride = static_cast<int64_t>(kv.n_kv_heads) * kv.block_size * kv.head_dim;
     a.block_size = kv.block_size;
     a.group = group;

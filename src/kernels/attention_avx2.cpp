@@ -111,8 +111,8 @@ void softmax_weights(float* s, int64_t n) {
 
 void score_block(const AttendBlockArgs& a) {
   const int hd = a.head_dim, n = a.n;
-  float* kf = a.kv_f32;  // [n][hd]
-  for (int j = 0; j < n; ++j) f16_row_to_f32(a.k + j * a.row_stride, kf + j * hd, hd);
+  float* kf = a.kv_f32;             // [n][hd]
+  f16_row_to_f32(a.k, kf, n * hd);  // the block's rows are contiguous
   const bool is_vec_dim = hd % 8 == 0;
   for (int h = 0; h < a.group; ++h) {
     const float* qh = a.q + h * hd;
@@ -141,7 +141,7 @@ void score_block(const AttendBlockArgs& a) {
 void accumulate_block(const AttendBlockArgs& a) {
   const int hd = a.head_dim, n = a.n;
   float* vf = a.kv_f32;  // [n][hd]
-  for (int j = 0; j < n; ++j) f16_row_to_f32(a.v + j * a.row_stride, vf + j * hd, hd);
+  f16_row_to_f32(a.v, vf, n * hd);
   for (int h = 0; h < a.group; ++h) {
     const float* s = a.scores + h * a.score_stride;
     float* acc = a.acc + h * hd;

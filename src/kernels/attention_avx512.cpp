@@ -474,7 +474,7 @@ inline void queue_rows(const uint16_t* base, const AttendTileArgs& a, int64_t p_
   int offset = static_cast<int>(p_begin - block * bs);
   const uint16_t* rows = base + static_cast<int64_t>(a.block_table[block]) * a.block_stride;
   for (int64_t p = p_begin; p < p_end; ++p) {
-    pf->push(reinterpret_cast<const char*>(rows + offset * a.row_stride));
+    pf->push(reinterpret_cast<const char*>(rows + offset * a.head_dim));
     if (++offset == bs && p + 1 < p_end) {
       offset = 0;
       rows = base + static_cast<int64_t>(a.block_table[++block]) * a.block_stride;
@@ -648,7 +648,7 @@ void attend_tile(const AttendTileArgs& a) {
       int offset = static_cast<int>(w0 - block * bs);
       const uint16_t* base = a.k + static_cast<int64_t>(a.block_table[block]) * a.block_stride;
       for (int j = 0; j < nw; ++j) {
-        key_rows[j] = base + offset * a.row_stride;
+        key_rows[j] = base + offset * hd;
         if (++offset == bs && j + 1 < nw) {
           offset = 0;
           base = a.k + static_cast<int64_t>(a.block_table[++block]) * a.block_stride;
@@ -692,12 +692,12 @@ void attend_tile(const AttendTileArgs& a) {
       const int nb = std::min(bs, len - b0);
       const uint16_t* vb =
           a.v + static_cast<int64_t>(a.block_table[(p0 + b0) / bs]) * a.block_stride;
-      for (int j = 0; j < nb; ++j) {
-        for (int i = 0; i < hd; i += kLanes) {
-          _mm512_store_ps(scratch.vf + (b0 + j) * hd + i,
-                          _mm512_cvtph_ps(_mm256_loadu_si256(
-                              reinterpret_cast<const __m256i*>(vb + j * a.row_stride + i))));
-        }
+      // The block's nb rows of this KV head are contiguous.
+      float* vf = scratch.vf + b0 * hd;
+      const int count = nb * hd;
+      for (int i = 0; i < count; i += kLanes) {
+        _mm512_store_ps(
+            vf + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vb + i))));
       }
     }
     queue_stream(a, max_pos + p0 + kPrefetchPositions, max_pos + p0 + len + kPrefetchPositions,

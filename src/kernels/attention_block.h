@@ -21,10 +21,11 @@ namespace strata {
 
 // One KV block's worth of work for the scalar and AVX2 steps.
 struct AttendBlockArgs {
-  const float* q = nullptr;     // [group][head_dim], values exactly representable in fp16
-  const uint16_t* k = nullptr;  // position j at k + j * row_stride, fp16 [head_dim]
+  const float* q = nullptr;  // [group][head_dim], values exactly representable in fp16
+  // The block's rows of one KV head: position j at k + j * head_dim, fp16
+  // [head_dim] (a KV head's slots are contiguous within a block).
+  const uint16_t* k = nullptr;
   const uint16_t* v = nullptr;  // same layout as k
-  int64_t row_stride = 0;       // elements between consecutive positions
   int n = 0;                    // positions in this block (1..block_size)
   int group = 0;
   int head_dim = 0;
@@ -48,9 +49,10 @@ struct AttendTileArgs {
   int num_tokens = 0;         // >= 1
   int64_t first_num_pos = 0;  // token t attends positions [0, first_num_pos + t)
   const int32_t* block_table = nullptr;  // the sequence's physical block ids
-  const uint16_t* k = nullptr;  // the KV head's rows in physical block 0 (kv_row_offset(kv, 0, g))
+  // The KV head's rows in physical block 0 (kv_row_offset(kv, 0, g)): slot j
+  // of block b at k + b * block_stride + j * head_dim.
+  const uint16_t* k = nullptr;
   const uint16_t* v = nullptr;
-  int64_t row_stride = 0;    // elements between consecutive slots of a block (head_dim)
   int64_t block_stride = 0;  // elements between consecutive physical blocks
   int block_size = 16;
   int group = 0;
