@@ -24,8 +24,8 @@
 // per row after the shared ones, still in position order.
 //
 // Prefetching: K, then V, then the next tile's first K rows are asked for
-// 64 positions ahead of use, the requests spread over the score and value
-// loops (see PrefetchQueue).
+// (into L2) 128 positions ahead of use, the requests spread over the score
+// and value loops (see PrefetchQueue).
 //
 // Every output value is computed by the same operations in the same order
 // whatever the tile, so a token gives the same bits alone or in a chunk.
