@@ -73,6 +73,26 @@ float flush_denormal(float f) {
   return std::fpclassify(f) == FP_SUBNORMAL ? std::copysign(0.0f, f) : f;
 }
 
+// dst[m][n] (an Acc in each dword) gets add(acc, src1 row m dword k, src2
+// row k dword n) for k = 0, 1, ... in order; the rest of dst is zeroed.
+template <class Acc, class Add>
+void product(int dst, int src1, int src2, Add&& add) {
+  check_product(dst, src1, src2);
+  State& s = t_state;
+  const int m_rows = s.rows[dst], n_dwords = s.colsb[dst] / 4, k_dwords = s.colsb[src1] / 4;
+  for (int m = 0; m < m_rows; ++m) {
+    uint8_t* out = s.data[dst][m];
+    for (int n = 0; n < n_dwords; ++n) {
+      Acc acc;
+      std::memcpy(&acc, out + 4 * n, sizeof(acc));
+      for (int k = 0; k < k_dwords; ++k) add(acc, s.data[src1][m] + 4 * k, s.data[src2][k] + 4 * n);
+      std::memcpy(out + 4 * n, &acc, sizeof(acc));
+    }
+    std::memset(out + 4 * n_dwords, 0, kMaxColsb - 4 * n_dwords);
+  }
+  zero_rows_from(dst, m_rows);
+}
+
 }  // namespace
 
 void load_config(const void* config) {
@@ -141,26 +161,11 @@ void zero(int tile) {
 
 template <bool kSigned1, bool kSigned2>
 void dot_int8(int dst, int src1, int src2) {
-  check_product(dst, src1, src2);
-  State& s = t_state;
-  const int m_rows = s.rows[dst], n_dwords = s.colsb[dst] / 4, k_dwords = s.colsb[src1] / 4;
-  for (int m = 0; m < m_rows; ++m) {
-    uint8_t* out = s.data[dst][m];
-    for (int n = 0; n < n_dwords; ++n) {
-      uint32_t acc;
-      std::memcpy(&acc, out + 4 * n, sizeof(acc));
-      for (int k = 0; k < k_dwords; ++k) {
-        const uint8_t* a = s.data[src1][m] + 4 * k;
-        const uint8_t* b = s.data[src2][k] + 4 * n;
-        int32_t dot = 0;
-        for (int i = 0; i < 4; ++i) dot += byte_value<kSigned1>(a[i]) * byte_value<kSigned2>(b[i]);
-        acc += static_cast<uint32_t>(dot);  // wraps, as the hardware's dword add
-      }
-      std::memcpy(out + 4 * n, &acc, sizeof(acc));
-    }
-    std::memset(out + 4 * n_dwords, 0, kMaxColsb - 4 * n_dwords);
-  }
-  zero_rows_from(dst, m_rows);
+  product<uint32_t>(dst, src1, src2, [](uint32_t& acc, const uint8_t* a, const uint8_t* b) {
+    int32_t dot = 0;
+    for (int i = 0; i < 4; ++i) dot += byte_value<kSigned1>(a[i]) * byte_value<kSigned2>(b[i]);
+    acc += static_cast<uint32_t>(dot);  // wraps, as the hardware's dword add
+  });
 }
 
 template void dot_int8<true, true>(int, int, int);
@@ -169,28 +174,13 @@ template void dot_int8<false, true>(int, int, int);
 template void dot_int8<false, false>(int, int, int);
 
 void dot_bf16(int dst, int src1, int src2) {
-  check_product(dst, src1, src2);
-  State& s = t_state;
-  const int m_rows = s.rows[dst], n_dwords = s.colsb[dst] / 4, k_dwords = s.colsb[src1] / 4;
-  for (int m = 0; m < m_rows; ++m) {
-    uint8_t* out = s.data[dst][m];
-    for (int n = 0; n < n_dwords; ++n) {
-      float acc;
-      std::memcpy(&acc, out + 4 * n, sizeof(acc));
-      for (int k = 0; k < k_dwords; ++k) {
-        const uint8_t* a = s.data[src1][m] + 4 * k;
-        const uint8_t* b = s.data[src2][k] + 4 * n;
-        for (int i = 0; i < 2; ++i) {
-          // volatile: one rounding per product and per add, never fused.
-          volatile float product = bf16_daz(a + 2 * i) * bf16_daz(b + 2 * i);
-          acc = flush_denormal(acc + product);
-        }
-      }
-      std::memcpy(out + 4 * n, &acc, sizeof(acc));
+  product<float>(dst, src1, src2, [](float& acc, const uint8_t* a, const uint8_t* b) {
+    for (int i = 0; i < 2; ++i) {
+      // volatile: one rounding per product and per add, never fused.
+      volatile float p = bf16_daz(a + 2 * i) * bf16_daz(b + 2 * i);
+      acc = flush_denormal(acc + p);
     }
-    std::memset(out + 4 * n_dwords, 0, kMaxColsb - 4 * n_dwords);
-  }
-  zero_rows_from(dst, m_rows);
+  });
 }
 
 }  // namespace strata::amx_emulator
