@@ -34,7 +34,7 @@ constexpr int kGroups = kQK_K / 4;  // four-element groups per super-block
 struct PackedQ4K {
   __m512i q[kGroups];
   __m512i sc[8];  // sub-block scale, int32
-  __m512i mm[8];  // sub-block min m as the int16 pair (m, m)
+  __m512i mm[4];  // pair c's mins as the int16 pair (m_2c, m_2c+1)
   __m512 d, dmin;
 };
 

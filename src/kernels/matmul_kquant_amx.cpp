@@ -70,7 +70,7 @@ static_assert(kCInts == 16 * 16, "dpbssd_and_store (amx_tile_product.h) stores 1
 constexpr long kCStride = kTileRows * sizeof(int32_t);
 constexpr size_t kBRowBytes = 64;  // 16 weight rows x 4 bytes
 constexpr size_t kXQs = offsetof(BlockQ8_K, qs);
-constexpr size_t kXBsums = offsetof(BlockQ8_K, bsums);
+constexpr size_t kXBsums32 = offsetof(BlockQ8_K, bsums32);
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 // Q4_K: eight 32-element sub-blocks per super-block, one K = 32 tile each.
@@ -136,7 +136,7 @@ template <int TT, int WT>
     for (int m = 0; m < TT * kTileTokens; ++m) {
       const __m512 dx = _mm512_set1_ps(block_scale(a.x, a.x_row_bytes, m, b));
       const uint8_t* bs = a.x + static_cast<size_t>(m) * a.x_row_bytes +
-                          static_cast<size_t>(b) * sizeof(BlockQ8_K) + kXBsums;
+                          static_cast<size_t>(b) * sizeof(BlockQ8_K) + kXBsums32;
 #pragma GCC unroll 2
       for (int h = 0; h < WT; ++h) {
         const PackedQ4K& p = a.w[h][b];
@@ -144,8 +144,7 @@ template <int TT, int WT>
         const __m512 smin = _mm512_mul_ps(p.dmin, dx);
 #pragma GCC unroll 4
         for (int cc = 0; cc < 4; ++cc) {
-          __m512i mi = _mm512_dpwssd_epi32(zero, p.mm[2 * cc], bcast32(bs + 8 * cc));
-          mi = _mm512_dpwssd_epi32(mi, p.mm[2 * cc + 1], bcast32(bs + 8 * cc + 4));
+          const __m512i mi = _mm512_dpwssd_epi32(zero, p.mm[cc], bcast32(bs + 4 * cc));
           z.acc_min[m][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mi), smin, z.acc_min[m][h]);
         }
       }

@@ -222,6 +222,7 @@ void encode_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
       _mm256_store_si256(reinterpret_cast<__m256i*>(part), s32);
       y[b].bsums[i / 16] = static_cast<int16_t>(part[0] + part[1] + part[2] + part[3]);
       y[b].bsums[i / 16 + 1] = static_cast<int16_t>(part[4] + part[5] + part[6] + part[7]);
+      y[b].bsums32[i / 32] = static_cast<int16_t>(y[b].bsums[i / 16] + y[b].bsums[i / 16 + 1]);
     }
     y[b].d = 1.0f / iscale;
   }

@@ -9,7 +9,8 @@
 // adds row j's four products into lane j. A sub-block's groups are summed
 // exactly in int32 and scaled per lane with vpmulld (the sums exceed int16,
 // so vpdpwssd cannot take them). Q4_K mins and Q6_K's -32 offset come from
-// the activation block sums with vpdpwssd on int16 pairs. See the header for
+// the activation block sums with vpdpwssd on int16 pairs (Q4_K: one per pair
+// of sub-blocks, over BlockQ8_K::bsums32). See the header for
 // the floating-point order (that of vec_dot::dot_ref).
 //
 // Loop order per thread: tokens in chunks (their activations stay in L2),
@@ -85,6 +86,7 @@ constexpr size_t kTokenChunkBytes = 768 * 1024;
 // Offsets inside a Q8_K activation block.
 constexpr size_t kXQs = offsetof(BlockQ8_K, qs);
 constexpr size_t kXBsums = offsetof(BlockQ8_K, bsums);
+constexpr size_t kXBsums32 = offsetof(BlockQ8_K, bsums32);
 
 // Per-output running sums between super-block blocks.
 struct alignas(64) Accum {
@@ -223,9 +225,17 @@ inline __m512i byte_of(__m512i v, int k) {
   for (int k = 0; k < 4; ++k) {
     p->sc[k] = byte_of(sc_lo, k);
     p->sc[4 + k] = byte_of(sc_hi, k);
-    const __m512i m_lo = byte_of(mn_lo, k), m_hi = byte_of(mn_hi, k);
-    p->mm[k] = _mm512_or_si512(m_lo, _mm512_slli_epi32(m_lo, 16));
-    p->mm[4 + k] = _mm512_or_si512(m_hi, _mm512_slli_epi32(m_hi, 16));
+  }
+  // Pair c = sub-blocks (2c, 2c + 1): bytes (0, 1) of mn_lo (c = 0), (2, 3)
+  // of mn_lo (c = 1), then of mn_hi, as the two int16s of a dword.
+  const __m512i byte0 = _mm512_set1_epi32(0xFF), byte2 = _mm512_set1_epi32(0xFF0000);
+  const __m512i mn[2] = {mn_lo, mn_hi};
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    p->mm[2 * h] = _mm512_or_si512(_mm512_and_si512(mn[h], byte0),
+                                   _mm512_and_si512(_mm512_slli_epi32(mn[h], 8), byte2));
+    p->mm[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(mn[h], 16), byte0),
+                                       _mm512_and_si512(_mm512_srli_epi32(mn[h], 8), byte2));
   }
 }
 
@@ -355,8 +365,7 @@ template <int T>
         _mm512_mul_ps(p.dmin, _mm512_set1_ps(reinterpret_cast<const BlockQ8_K*>(xb[t])->d));
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
-      __m512i m = _mm512_dpwssd_epi32(zero, p.mm[2 * c], bcast32(xb[t] + kXBsums + 8 * c));
-      m = _mm512_dpwssd_epi32(m, p.mm[2 * c + 1], bcast32(xb[t] + kXBsums + 8 * c + 4));
+      const __m512i m = _mm512_dpwssd_epi32(zero, p.mm[c], bcast32(xb[t] + kXBsums32 + 4 * c));
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), scale, acc[t]);
     }
   }
@@ -777,7 +786,6 @@ void q4_k_gemv(const WeightView& w, const uint8_t* const* x, float* const* y, in
   const __m512i zero = _mm512_setzero_si512();
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const __m512i nibble_shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
-  const __m256i ones16 = _mm256_set1_epi16(1);
   // Sub-block j's sum sits in 128-bit lane j % 4, dword j / 4; then the pair sums.
   const __m512i dots_and_bsums =
       _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 16, 17, 18, 19, 20, 21, 22, 23);
@@ -825,8 +833,8 @@ void q4_k_gemv(const WeightView& w, const uint8_t* const* x, float* const* y, in
         __m512i v =
             _mm512_add_epi32(_mm512_unpacklo_epi32(u01, u23), _mm512_unpackhi_epi32(u01, u23));
         v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_BADC));
-        const __m256i pair_bsums = _mm256_madd_epi16(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + kXBsums)), ones16);
+        const __m256i pair_bsums = _mm256_cvtepi16_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + kXBsums32)));
         v = _mm512_permutex2var_epi32(v, dots_and_bsums, _mm512_castsi256_si512(pair_bsums));
         v = _mm512_mullo_epi32(v, scale_min);
         v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));

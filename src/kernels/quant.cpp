@@ -92,6 +92,9 @@ void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
       for (int j = 0; j < 16; ++j) sum += y[b].qs[16 * g + j];
       y[b].bsums[g] = static_cast<int16_t>(sum);
     }
+    for (int k = 0; k < kQK_K / 32; ++k) {
+      y[b].bsums32[k] = static_cast<int16_t>(y[b].bsums[2 * k] + y[b].bsums[2 * k + 1]);
+    }
     y[b].d = 1.0f / iscale;
   }
 }

@@ -9,7 +9,8 @@
 //                                                            x = d*sc*q - dmin*m
 //   Q6_K: 256 elems in 16 sub-blocks of 16, {uint8 ql[128]; uint8 qh[64];
 //         int8 scales[16]; f16 d}                            x = d*sc*(q - 32)
-//   Q8_K: 256 elems, {f32 d; int8 qs[256]; int16 bsums[16]} (activations only)
+//   Q8_K: 256 elems, {f32 d; int8 qs[256]; int16 bsums[16]; int16 bsums32[8]}
+//         (activations only; llama.cpp's block_q8_K plus bsums32)
 //
 // Element order inside the K-quant blocks (element e of the 256):
 //   Q4_K: chunk c = e / 64 uses qs[32c .. 32c+31]; e % 64 < 32 takes the low
@@ -60,12 +61,16 @@ struct BlockQ8_K {
   float d;
   int8_t qs[kQK_K];
   int16_t bsums[kQK_K / 16];
+  // bsums32[k] = bsums[2k] + bsums[2k + 1], the sum of Q4_K sub-block k's
+  // 32 codes: one 32-bit load is the pair (k = 2c, 2c + 1) that a Q4_K
+  // kernel multiplies by the mins (m_2c, m_2c+1) with one vpdpwssd.
+  int16_t bsums32[kQK_K / 32];
 };
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ6_K) == 210);
-static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockQ8_K) == 308);  // GGUF's q8_K is 292: no bsums32
 
 // Decodes one row of `n` elements of type `t` (F32, F16, BF16, Q8_0, Q4_0,
 // Q4_K, Q6_K) to floats. n must be a multiple of the block size.
@@ -79,8 +84,8 @@ std::vector<uint8_t> quantize_rows(DType t, const float* src, int64_t rows, int6
 // stored as f16, q = round(x/d) (half away from zero), the weight encoding
 // (matmul encodes Q8_0 activations as llama.cpp's AVX2 path does, see
 // vec_dot.cpp). Q8_K (activations): d = amax/127 in f32, q = nearest(x/d),
-// bsums[g] = sum of qs[16g .. 16g+15]; the same codes as llama.cpp's, which
-// scales by -127/max (signed), up to a sign.
+// bsums[g] = sum of qs[16g .. 16g+15], bsums32 their pair sums; the same codes as llama.cpp's,
+// which scales by -127/max (signed), up to a sign.
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
 void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n);
 

@@ -145,7 +145,10 @@ DType activation_type(DType weight_type) {
 }
 
 size_t activation_row_bytes(DType weight_type, int64_t cols) {
-  return dtype_row_bytes(activation_type(weight_type), cols);
+  const DType t = activation_type(weight_type);
+  // Our Q8_K block carries bsums32 beyond GGUF's 292 bytes (quant.h).
+  if (t == DType::kQ8_K) return static_cast<size_t>(cols / kQK_K) * sizeof(BlockQ8_K);
+  return dtype_row_bytes(t, cols);
 }
 
 void encode_activation_row(DType weight_type, const float* x, int64_t cols, void* dst) {

@@ -101,7 +101,7 @@ TEST(QuantRoundTrip, Q4_KPositiveOnlySubBlockUsesZeroMin) {
   for (int i = 0; i < 256; ++i) EXPECT_NEAR(y[i], x[i], 0.2f) << i;
 }
 
-TEST(ActivationQuant, Q8_KBsumsAndScale) {
+TEST(ActivationQuant, Q8_KBsumsBsums32AndScale) {
   const auto x = random_floats(512, 5);
   std::vector<BlockQ8_K> q(2);
   quantize_row_q8_k(x.data(), q.data(), 512);
@@ -113,6 +113,11 @@ TEST(ActivationQuant, Q8_KBsumsAndScale) {
       int sum = 0;
       for (int i = 0; i < 16; ++i) sum += q[b].qs[16 * g + i];
       EXPECT_EQ(q[b].bsums[g], sum);
+    }
+    for (int k = 0; k < 8; ++k) {
+      int sum = 0;
+      for (int i = 0; i < 32; ++i) sum += q[b].qs[32 * k + i];
+      EXPECT_EQ(q[b].bsums32[k], sum);
     }
     for (int i = 0; i < 256; ++i) {
       EXPECT_NEAR(q[b].d * q[b].qs[i], x[b * 256 + i], 0.5f * q[b].d + 1e-6f);
