@@ -244,7 +244,7 @@ void paged_attention(const float* q, const KvLayerView& kv, const AttentionBatch
     a.block_table = batch.block_tables[batch.seq[tile.first]];
     a.k = kv.k + kv_row_offset(kv, 0, g);
     a.v = kv.v + kv_row_offset(kv, 0, g);
-    a.block_stride = static_cast<int64_t>(kv.n_kv_heads) * kv.block_size * kv.head_dim;
+    a.block_stride = kv_row_offset(kv, kv.block_size, 0);  // block 1's first row
     a.block_size = kv.block_size;
     a.group = group;
     a.head_dim = kv.head_dim;
