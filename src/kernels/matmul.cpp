@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <span>
 #include <vector>
 
 #include "kernels/dispatch.h"
@@ -14,6 +15,7 @@
 #include "kernels/matmul_kquant_avx512.h"
 #include "kernels/matmul_unit.h"
 #include "kernels/vec_dot.h"
+#include "util/chunk_claims.h"
 
 namespace strata {
 namespace {
@@ -44,45 +46,55 @@ void matmul_rows_scalar(const WeightView& w, const uint8_t* x_enc, size_t x_row_
   }
 }
 
-void split_rows_scalar(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end) {
-  split_range(rows, ith, nth, begin, end);
-}
-
 // One family of kernels: how it encodes activations and computes rows.
 struct MatmulBackend {
   size_t (*activation_row_bytes)(DType, int64_t);
   void (*encode_activation_row)(DType, const float*, int64_t, void*);
-  void (*split_rows)(int64_t, int, int, int64_t*, int64_t*);
   void (*matmul_rows)(const WeightView&, const uint8_t*, size_t, int64_t, float*, int64_t, int64_t);
+  // Rows go to threads in multiples of this (the kernel's row tile).
+  int64_t row_share;
+  // Whether rows may go to threads in many chunks (ChunkClaims). The AMX
+  // kernels stage every activation into tile order on each call, so they
+  // take one share per thread.
+  bool chunked;
 };
 
-constexpr MatmulBackend kScalarBackend = {vec_dot::activation_row_bytes,
-                                          vec_dot::encode_activation_row, split_rows_scalar,
-                                          matmul_rows_scalar};
+constexpr MatmulBackend kScalarBackend = {
+    vec_dot::activation_row_bytes, vec_dot::encode_activation_row, matmul_rows_scalar, 1, true};
 constexpr MatmulBackend kAvx2Backend = {avx2::activation_row_bytes, avx2::encode_activation_row,
-                                        avx2::split_rows, avx2::matmul_rows};
+                                        avx2::matmul_rows, avx2::kRowShare, true};
 constexpr MatmulBackend kAvx512QuantBackend = {avx512::activation_row_bytes,
-                                               avx512::encode_activation_row, avx512::split_rows,
-                                               avx512::matmul_rows};
+                                               avx512::encode_activation_row, avx512::matmul_rows,
+                                               avx512::kRowShare, true};
 // The AMX kernel reads the VNNI kernel's activation encoding and layout.
 constexpr MatmulBackend kAmxQuantBackend = {avx512::activation_row_bytes,
-                                            avx512::encode_activation_row, avx512::split_rows,
-                                            amx::matmul_rows};
+                                            avx512::encode_activation_row, amx::matmul_rows,
+                                            avx512::kRowShare, false};
 constexpr MatmulBackend kAvx512KQuantBackend = {
     avx512_kquant::activation_row_bytes, avx512_kquant::encode_activation_row,
-    avx512_kquant::split_rows, avx512_kquant::matmul_rows};
+    avx512_kquant::matmul_rows, avx512_kquant::kRowShare, true};
 // The AMX Q4_K/Q6_K kernel reads the VNNI kernel's activations and weights.
-constexpr MatmulBackend kAmxKQuantBackend = {avx512_kquant::activation_row_bytes,
-                                             avx512_kquant::encode_activation_row,
-                                             avx512_kquant::split_rows, amx::kquant_matmul_rows};
-constexpr MatmulBackend kAvx512FloatBackend = {avx512_float::activation_row_bytes,
-                                               avx512_float::encode_activation_row,
-                                               avx512_float::split_rows, avx512_float::matmul_rows};
+constexpr MatmulBackend kAmxKQuantBackend = {
+    avx512_kquant::activation_row_bytes, avx512_kquant::encode_activation_row,
+    amx::kquant_matmul_rows, avx512_kquant::kRowShare, false};
+constexpr MatmulBackend kAvx512FloatBackend = {
+    avx512_float::activation_row_bytes, avx512_float::encode_activation_row,
+    avx512_float::matmul_rows, avx512_float::kRowShare, true};
 // The AMX bf16 kernel reads the AVX-512 float kernel's activations; it
 // splits rows in whole 16-row tiles.
 constexpr MatmulBackend kAmxFloatBackend = {avx512_float::activation_row_bytes,
                                             avx512_float::encode_activation_row,
-                                            amx::float_split_rows, amx::float_matmul_rows};
+                                            amx::float_matmul_rows, amx::kFloatRowShare, false};
+
+// From this many tokens on, a matmul's rows go to the threads in chunks as
+// they ask (ChunkClaims) rather than in one equal share each. Prefill is
+// compute-bound, so a thread's speed, not its share of memory bandwidth,
+// sets its pace, and on a VM the two vCPUs' speeds differ by a few percent:
+// with equal shares the faster thread waited ~6% of a 1.1B Q4_0 pp512
+// (perf, Zen 4 VM). Fewer tokens stream the weights from memory, where one
+// long sequential range per thread measured better (1.1B Q4_0 decode 0.96x
+// the time with chunks).
+constexpr int64_t kChunkedMinTokens = 64;
 
 // The kernels for a weight on this CPU. One family serves every n, so a
 // token's outputs never depend on the batch it is in. A kTiled16 weight was
@@ -137,6 +149,43 @@ const uint8_t* encode_activations(const MatmulBackend& be, const WeightView& w, 
   return scratch;
 }
 
+// Every row of every target, on the pool's threads: each thread one equal
+// share of each target, or chunks of the targets' rows taken in turn (row
+// tiles numbered target after target) as threads ask. A row's outputs do not
+// depend on which thread or chunk computes it.
+void run_targets(const MatmulBackend& be, std::span<const MatmulTarget> targets,
+                 const uint8_t* x_enc, size_t x_row_bytes, int64_t n, ThreadPool& pool) {
+  const int64_t tile = be.row_share;
+  if (!be.chunked || n < kChunkedMinTokens || pool.num_threads() == 1) {
+    pool.run([&](int ith, int nth) {
+      for (const MatmulTarget& t : targets) {
+        int64_t begin, end;
+        split_range_in_tiles(t.w->rows, tile, ith, nth, &begin, &end);
+        be.matmul_rows(*t.w, x_enc, x_row_bytes, n, t.y, begin, end);
+      }
+    });
+    return;
+  }
+  int64_t tiles = 0;
+  for (const MatmulTarget& t : targets) tiles += (t.w->rows + tile - 1) / tile;
+  ChunkClaims claims(tiles, pool.num_threads());
+  pool.run([&](int, int) {
+    int64_t begin, end;
+    while (claims.claim(&begin, &end)) {
+      int64_t first = 0;  // the current target's first tile
+      for (const MatmulTarget& t : targets) {
+        const int64_t t_tiles = (t.w->rows + tile - 1) / tile;
+        const int64_t b = std::max(begin, first) - first;
+        const int64_t e = std::min(end, first + t_tiles) - first;
+        if (b < e) {
+          be.matmul_rows(*t.w, x_enc, x_row_bytes, n, t.y, b * tile, std::min(t.w->rows, e * tile));
+        }
+        first += t_tiles;
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
@@ -144,11 +193,8 @@ void matmul(const WeightView& w, const float* x, int64_t n, float* y, ThreadPool
   const MatmulBackend& be = backend_for(w, n);
   const size_t x_row_bytes = be.activation_row_bytes(w.type, w.cols);
   const uint8_t* x_enc = encode_activations(be, w, x, n, x_row_bytes, pool);
-  pool.run([&](int ith, int nth) {
-    int64_t begin, end;
-    be.split_rows(w.rows, ith, nth, &begin, &end);
-    be.matmul_rows(w, x_enc, x_row_bytes, n, y, begin, end);
-  });
+  const MatmulTarget target{&w, y};
+  run_targets(be, std::span<const MatmulTarget>(&target, 1), x_enc, x_row_bytes, n, pool);
 }
 
 void matmul_group(std::initializer_list<MatmulTarget> targets, const float* x, int64_t n,
@@ -167,13 +213,8 @@ void matmul_group(std::initializer_list<MatmulTarget> targets, const float* x, i
   }
   const size_t x_row_bytes = be.activation_row_bytes(first.type, first.cols);
   const uint8_t* x_enc = encode_activations(be, first, x, n, x_row_bytes, pool);
-  pool.run([&](int ith, int nth) {
-    for (const MatmulTarget& t : targets) {
-      int64_t begin, end;
-      be.split_rows(t.w->rows, ith, nth, &begin, &end);
-      be.matmul_rows(*t.w, x_enc, x_row_bytes, n, t.y, begin, end);
-    }
-  });
+  run_targets(be, std::span<const MatmulTarget>(targets.begin(), targets.size()), x_enc,
+              x_row_bytes, n, pool);
 }
 
 void matmul_reference(const WeightView& w, const float* x, int64_t n, float* y) {

@@ -21,8 +21,6 @@
 namespace strata::avx2 {
 namespace {
 
-constexpr int kRowTile = 4;  // rows per thread share are aligned to this
-
 // ---------------------------------------------------------------------------
 // Activation encoding (byte-identical to vec_dot::encode_activation_row for
 // the quantized formats; F16/BF16 activations are kept as fp32 values rounded
@@ -293,7 +291,7 @@ void encode_activation_row(DType weight_type, const float* x, int64_t cols, void
 }
 
 void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end) {
-  split_range_in_tiles(rows, kRowTile, ith, nth, begin, end);
+  split_range_in_tiles(rows, kRowShare, ith, nth, begin, end);
 }
 
 void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,

@@ -21,7 +21,10 @@ bool matmul_supports(DType weight_type);
 void encode_activation_row(DType weight_type, const float* x, int64_t cols, void* dst);
 size_t activation_row_bytes(DType weight_type, int64_t cols);
 
-// Thread ith's share of the weight rows, aligned to the kernel's row tile.
+// Rows are handed to threads in multiples of this (the kernel's row tile).
+constexpr int64_t kRowShare = 4;
+
+// Thread ith's share of the weight rows, aligned to kRowShare.
 void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end);
 
 // y[t][r] for r in [row_begin, row_end), t in [0, n): x_enc holds n encoded

@@ -37,7 +37,10 @@ size_t tiled_bytes(DType weight_type, int64_t rows, int64_t cols);
 size_t tiled_quant_block_bytes(DType weight_type);
 void pack_tiles(const WeightView& w, int64_t tile_begin, int64_t tile_end, void* dst);
 
-// Thread ith's share of the weight rows, aligned to the 16-row tile.
+// Rows are handed to threads in whole 16-row tiles.
+constexpr int64_t kRowShare = kTiledRows;
+
+// Thread ith's share of the weight rows, aligned to kRowShare.
 void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end);
 
 // y[t][r] for r in [row_begin, row_end), t in [0, n); x_enc holds n rows

@@ -170,7 +170,8 @@ bool float_matmul_supports(const WeightView& w) {
 }
 
 void float_split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end) {
-  split_range_in_tiles(rows, kTile, ith, nth, begin, end);
+  static_assert(kFloatRowShare == kTile);
+  split_range_in_tiles(rows, kFloatRowShare, ith, nth, begin, end);
 }
 
 void float_matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,

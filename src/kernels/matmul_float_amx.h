@@ -26,7 +26,10 @@ namespace strata::amx {
 // multiple of 32).
 bool float_matmul_supports(const WeightView& w);
 
-// Thread ith's share of the weight rows, in whole 16-row tiles.
+// Rows are handed to threads in whole 16-row tiles.
+constexpr int64_t kFloatRowShare = 16;
+
+// Thread ith's share of the weight rows, aligned to kFloatRowShare.
 void float_split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end);
 
 // y[t][r] for r in [row_begin, row_end), t in [0, n), any n >= 1.

@@ -55,7 +55,10 @@ bool matmul_supports(DType weight_type);
 void encode_activation_row(DType weight_type, const float* x, int64_t cols, void* dst);
 size_t activation_row_bytes(DType weight_type, int64_t cols);
 
-// Thread ith's share of the weight rows, aligned to the 16-row tile.
+// Rows are handed to threads in whole 16-row tiles.
+constexpr int64_t kRowShare = 16;
+
+// Thread ith's share of the weight rows, aligned to kRowShare.
 void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end);
 
 // The WeightLayout::kTiled16 layout of a Q4_K or Q6_K weight, which the
