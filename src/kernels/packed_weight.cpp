@@ -9,6 +9,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/matmul_avx512.h"
 #include "kernels/matmul_kquant_avx512.h"
+#include "util/chunk_claims.h"
 
 namespace strata {
 namespace {
@@ -28,14 +29,16 @@ bool is_tiled(DType type) {
          (avx512::matmul_supports(type) || is_tiled_kquant(type));
 }
 
-// Splits `items` over the pool's threads (or runs them here) as fn(begin, end).
+// Runs fn(begin, end) over `items` on the pool's threads, in chunks taken as
+// threads ask (the copy's pages fault in as they are first written, at
+// uneven cost), or here.
 template <class Fn>
 void run_split(ThreadPool* pool, int64_t items, Fn&& fn) {
   if (pool != nullptr && pool->num_threads() > 1) {
-    pool->run([&](int ith, int nth) {
+    ChunkClaims claims(items, pool->num_threads());
+    pool->run([&](int, int) {
       int64_t begin, end;
-      split_range(items, ith, nth, &begin, &end);
-      fn(begin, end);
+      while (claims.claim(&begin, &end)) fn(begin, end);
     });
   } else {
     fn(0, items);
