@@ -27,6 +27,8 @@
 #include "kernels/dispatch.h"
 #include "kernels/fp16.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_avx512.h"
+#include "kernels/matmul_kquant_avx512.h"
 #include "kernels/matmul_unit.h"
 #include "kernels/ops.h"
 #include "kernels/packed_weight.h"
@@ -477,6 +479,46 @@ BENCHMARK(BM_PagedAttention)
     ->Args({100, 1, 63, 22, 0})
     ->Args({2048, 1, 0, 22, 0})
     ->Args({4000, 1, 0, 22, 0})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// A prompt's activations encoded for a quantized matmul on one thread, as
+// the VNNI kernels take them (Q8_0 blocks plus their sums for Q4_0/Q8_0
+// weights, Q8_K for Q4_K/Q6_K): 512 tokens x 2048 columns, the input of a
+// 1.1B layer's q/k/v and gate/up. Bytes: the fp32 rows read, the blocks
+// written.
+void BM_EncodeActivations(benchmark::State& state) {
+  if (kernel_isa() != KernelIsa::kAvx512Vnni) {
+    state.SkipWithError("needs AVX-512 VNNI (the kernels whose encoding this times)");
+    return;
+  }
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t n = state.range(1), cols = 2048;
+  const bool kquant = type == DType::kQ4_K || type == DType::kQ6_K;
+  const size_t row_bytes = kquant ? avx512_kquant::activation_row_bytes(type, cols)
+                                  : avx512::activation_row_bytes(type, cols);
+  const auto x = random_floats(n * cols, 11);
+  std::vector<uint8_t> out(row_bytes * static_cast<size_t>(n));
+  for (auto _ : state) {
+    for (int64_t t = 0; t < n; ++t) {
+      void* dst = out.data() + static_cast<size_t>(t) * row_bytes;
+      if (kquant) {
+        avx512_kquant::encode_activation_row(type, x.data() + t * cols, cols, dst);
+      } else {
+        avx512::encode_activation_row(type, x.data() + t * cols, cols, dst);
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["bytes_per_second"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * n * (cols * 4 + static_cast<double>(row_bytes)),
+      benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(type)));
+}
+BENCHMARK(BM_EncodeActivations)
+    ->ArgNames({"type", "n"})
+    ->Args({static_cast<int>(DType::kQ4_0), 512})
+    ->Args({static_cast<int>(DType::kQ4_K), 512})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
