@@ -38,7 +38,7 @@ void encode_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
       m = _mm256_max_ps(m, _mm256_and_ps(v[i], abs_mask));
     }
     const float amax = hmax_abs(m);
-    y[b].d = fp32_to_fp16(amax / 127.0f);
+    y[b].d = _cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT);
     const __m256 vid = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
     __m256i q[4];
 #pragma GCC unroll 8

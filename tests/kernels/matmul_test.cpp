@@ -282,6 +282,15 @@ TEST(MatmulEncoding, Avx2QuantizedActivationsAreByteIdentical) {
   x[1] = 2.5f;
   x[2] = -3.5f;
   x[3] = -0.5f;
+  // Q8_0 block scales d = amax / 127 that the fp16 conversion must round as
+  // fp32_to_fp16 does: a tie (1 + 3 * 2^-11 goes to even, 1 + 2^-9), a
+  // subnormal half, zero, and past the half range (inf).
+  const float block_amax[] = {127.0f * (1.0f + 3.0f / 2048), 1e-5f, 0.0f, 1e7f};
+  for (int i = 0; i < 4; ++i) {
+    float* block = x.data() + (i + 1) * kQK8_0;
+    for (int j = 0; j < kQK8_0; ++j) block[j] = block_amax[i] * (j % 3 - 1) / 2;
+    block[5] = -block_amax[i];
+  }
   for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
     const size_t bytes = vec_dot::activation_row_bytes(t, 768);
     ASSERT_EQ(bytes, avx2::activation_row_bytes(t, 768));
