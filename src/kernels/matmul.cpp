@@ -87,14 +87,16 @@ constexpr MatmulBackend kAmxFloatBackend = {avx512_float::activation_row_bytes,
                                             amx::float_matmul_rows, amx::kFloatRowShare, false};
 
 // From this many tokens on, a matmul's rows go to the threads in chunks as
-// they ask (ChunkClaims) rather than in one equal share each. Prefill is
-// compute-bound, so a thread's speed, not its share of memory bandwidth,
+// they ask (ChunkClaims) rather than in one equal share each. There a step
+// is compute-bound, so a thread's speed, not its share of memory bandwidth,
 // sets its pace, and on a VM the two vCPUs' speeds differ by a few percent:
 // with equal shares the faster thread waited ~6% of a 1.1B Q4_0 pp512
 // (perf, Zen 4 VM). Fewer tokens stream the weights from memory, where one
-// long sequential range per thread measured better (with chunks at every n,
-// 1.1B Q4_0 decode ran at 0.96x the tokens/s).
-constexpr int64_t kChunkedMinTokens = 64;
+// long sequential range per thread measured better or even (chunks at every
+// n: 1.1B Q4_0 decode at 0.96x the tokens/s; 16 streams 0.98x, 24 streams
+// 1.05x; a layer pass of 8 tokens 0.96-1.02x the time, of 24-32 tokens
+// 0.89-0.94x).
+constexpr int64_t kChunkedMinTokens = 24;
 
 // The kernels for a weight on this CPU. One family serves every n, so a
 // token's outputs never depend on the batch it is in. A kTiled16 weight was

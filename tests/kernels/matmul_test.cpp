@@ -165,7 +165,7 @@ TEST(PackedWeight, FloatWeightsAreCopiedAsTheyAre) {
   }
 }
 
-// From kChunkedMinTokens (64) tokens on, threads take rows in chunks as they
+// From kChunkedMinTokens (24) tokens on, threads take rows in chunks as they
 // ask instead of one share each: every pool size gives the one-thread bits,
 // for one matmul and for a group (chunks span its targets), and a token's
 // outputs are those it gets alone.
@@ -182,27 +182,29 @@ TEST(Matmul, ChunkedRowsGiveTheOneThreadBits) {
       for (bool packed : {false, true}) {
         const WeightView& wa = packed && pa ? pa->view() : a.view;
         const WeightView& wb = packed && pb ? pb->view() : b.view;
-        const int64_t n = 67;
-        const auto x = random_floats(n * cols, static_cast<uint32_t>(cols));
-        std::vector<float> want_a(n * 150), want_b(n * 37);
-        matmul(wa, x.data(), n, want_a.data(), one);
-        matmul(wb, x.data(), n, want_b.data(), one);
-        for (ThreadPool* pool : {&two, &three}) {
-          const std::string where = std::string(kernel_isa_name(isa)) + " " +
-                                    std::string(dtype_name(t)) + (packed ? " packed" : " gguf") +
-                                    " threads=" + std::to_string(pool->num_threads());
-          std::vector<float> ya(n * 150, NAN), ga(n * 150, NAN), gb(n * 37, NAN);
-          matmul(wa, x.data(), n, ya.data(), *pool);
-          EXPECT_EQ(std::memcmp(ya.data(), want_a.data(), ya.size() * sizeof(float)), 0) << where;
-          matmul_group({{&wa, ga.data()}, {&wb, gb.data()}}, x.data(), n, *pool);
-          EXPECT_EQ(std::memcmp(ga.data(), want_a.data(), ga.size() * sizeof(float)), 0) << where;
-          EXPECT_EQ(std::memcmp(gb.data(), want_b.data(), gb.size() * sizeof(float)), 0) << where;
-        }
-        for (int64_t tok : {int64_t{0}, n - 1}) {
-          std::vector<float> alone(150);
-          matmul(wa, x.data() + tok * cols, 1, alone.data(), two);
-          EXPECT_EQ(std::memcmp(alone.data(), want_a.data() + tok * 150, 150 * sizeof(float)), 0)
-              << kernel_isa_name(isa) << " " << dtype_name(t) << " token " << tok;
+        for (int64_t n : {int64_t{29}, int64_t{67}}) {
+          const auto x = random_floats(n * cols, static_cast<uint32_t>(cols + n));
+          std::vector<float> want_a(n * 150), want_b(n * 37);
+          matmul(wa, x.data(), n, want_a.data(), one);
+          matmul(wb, x.data(), n, want_b.data(), one);
+          for (ThreadPool* pool : {&two, &three}) {
+            const std::string where = std::string(kernel_isa_name(isa)) + " " +
+                                      std::string(dtype_name(t)) + (packed ? " packed" : " gguf") +
+                                      " threads=" + std::to_string(pool->num_threads()) +
+                                      " n=" + std::to_string(n);
+            std::vector<float> ya(n * 150, NAN), ga(n * 150, NAN), gb(n * 37, NAN);
+            matmul(wa, x.data(), n, ya.data(), *pool);
+            EXPECT_EQ(std::memcmp(ya.data(), want_a.data(), ya.size() * sizeof(float)), 0) << where;
+            matmul_group({{&wa, ga.data()}, {&wb, gb.data()}}, x.data(), n, *pool);
+            EXPECT_EQ(std::memcmp(ga.data(), want_a.data(), ga.size() * sizeof(float)), 0) << where;
+            EXPECT_EQ(std::memcmp(gb.data(), want_b.data(), gb.size() * sizeof(float)), 0) << where;
+          }
+          for (int64_t tok : {int64_t{0}, n - 1}) {
+            std::vector<float> alone(150);
+            matmul(wa, x.data() + tok * cols, 1, alone.data(), two);
+            EXPECT_EQ(std::memcmp(alone.data(), want_a.data() + tok * 150, 150 * sizeof(float)), 0)
+                << kernel_isa_name(isa) << " " << dtype_name(t) << " n=" << n << " token " << tok;
+          }
         }
       }
     }
