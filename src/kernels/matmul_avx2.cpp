@@ -290,10 +290,6 @@ void encode_activation_row(DType weight_type, const float* x, int64_t cols, void
   }
 }
 
-void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end) {
-  split_range_in_tiles(rows, kRowShare, ith, nth, begin, end);
-}
-
 void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
                  int64_t row_begin, int64_t row_end) {
   if (row_begin >= row_end) return;

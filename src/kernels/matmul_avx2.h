@@ -24,9 +24,6 @@ size_t activation_row_bytes(DType weight_type, int64_t cols);
 // Rows are handed to threads in multiples of this (the kernel's row tile).
 constexpr int64_t kRowShare = 4;
 
-// Thread ith's share of the weight rows, aligned to kRowShare.
-void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end);
-
 // y[t][r] for r in [row_begin, row_end), t in [0, n): x_enc holds n encoded
 // activation rows of x_row_bytes each (vec_dot::activation_type).
 void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,

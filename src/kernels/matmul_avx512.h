@@ -40,12 +40,9 @@ void pack_tiles(const WeightView& w, int64_t tile_begin, int64_t tile_end, void*
 // Rows are handed to threads in whole 16-row tiles.
 constexpr int64_t kRowShare = kTiledRows;
 
-// Thread ith's share of the weight rows, aligned to kRowShare.
-void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end);
-
 // y[t][r] for r in [row_begin, row_end), t in [0, n); x_enc holds n rows
 // from encode_activation_row, x_row_bytes apart. w is in either layout; for
-// kTiled16, row_begin is a multiple of 16 (as split_rows gives).
+// kTiled16, row_begin is a multiple of kRowShare.
 void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,
                  int64_t row_begin, int64_t row_end);
 

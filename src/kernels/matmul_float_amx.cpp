@@ -31,7 +31,8 @@
 namespace strata::amx {
 namespace {
 
-constexpr int kTile = 16;               // weight rows per A tile, tokens per B tile
+constexpr int kTile = 16;  // weight rows per A tile, tokens per B tile
+static_assert(kFloatRowShare == kTile, "threads get whole A tiles");
 constexpr int64_t kChunk = 32;          // elements per tile row (64 bytes of bf16)
 constexpr size_t kBBytes = kTile * 64;  // one B tile
 constexpr long kCStride = kTile * sizeof(float);
@@ -167,11 +168,6 @@ __attribute__((noinline)) void step(const StepArgs& a, float* c) {
 bool float_matmul_supports(const WeightView& w) {
   return w.layout == WeightLayout::kGguf && (w.type == DType::kF16 || w.type == DType::kBF16) &&
          w.cols > 0 && w.cols % kChunk == 0;
-}
-
-void float_split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end) {
-  static_assert(kFloatRowShare == kTile);
-  split_range_in_tiles(rows, kFloatRowShare, ith, nth, begin, end);
 }
 
 void float_matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,

@@ -29,9 +29,6 @@ bool float_matmul_supports(const WeightView& w);
 // Rows are handed to threads in whole 16-row tiles.
 constexpr int64_t kFloatRowShare = 16;
 
-// Thread ith's share of the weight rows, aligned to kFloatRowShare.
-void float_split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end);
-
 // y[t][r] for r in [row_begin, row_end), t in [0, n), any n >= 1.
 void float_matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n,
                        float* y, int64_t row_begin, int64_t row_end);

@@ -34,7 +34,8 @@
 namespace strata::avx512_float {
 namespace {
 
-constexpr int kRows = 4;    // weight rows per register tile
+constexpr int kRows = 4;  // weight rows per register tile
+static_assert(kRowShare == kRows, "threads get whole register tiles");
 constexpr int kTokens = 6;  // tokens per register tile
 // Activation bytes a token chunk may take (about half of a Zen L2).
 constexpr size_t kChunkBytes = size_t{512} << 10;
@@ -457,11 +458,6 @@ size_t activation_row_bytes(DType weight_type, int64_t cols) {
 
 void encode_activation_row(DType weight_type, const float* x, int64_t cols, void* dst) {
   avx2::encode_activation_row(weight_type, x, cols, dst);
-}
-
-void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end) {
-  static_assert(kRowShare == kRows);
-  split_range_in_tiles(rows, kRowShare, ith, nth, begin, end);
 }
 
 void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,

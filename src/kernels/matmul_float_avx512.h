@@ -27,9 +27,6 @@ void encode_activation_row(DType weight_type, const float* x, int64_t cols, void
 // Rows are handed to threads in multiples of this (the kernel's row tile).
 constexpr int64_t kRowShare = 4;
 
-// Thread ith's share of the weight rows, aligned to kRowShare.
-void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end);
-
 // y[t][r] for r in [row_begin, row_end), t in [0, n); x_enc holds n rows
 // from encode_activation_row, x_row_bytes apart.
 void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,

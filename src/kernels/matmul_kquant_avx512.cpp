@@ -50,6 +50,8 @@
 namespace strata::avx512_kquant {
 namespace {
 
+static_assert(kRowShare == kRowTile, "threads get whole row tiles");
+
 constexpr int kTokenTile = 8;  // tokens per register tile
 // Up to this many tokens (decode) the row-wise kernels run instead of the
 // tiles: with weights in DRAM (TinyLlama shapes, 2 threads) they are faster
@@ -1110,11 +1112,6 @@ size_t activation_row_bytes(DType weight_type, int64_t cols) {
 
 void encode_activation_row(DType weight_type, const float* x, int64_t cols, void* dst) {
   avx2::encode_activation_row(weight_type, x, cols, dst);
-}
-
-void split_rows(int64_t rows, int ith, int nth, int64_t* begin, int64_t* end) {
-  static_assert(kRowShare == kRowTile);
-  split_range_in_tiles(rows, kRowShare, ith, nth, begin, end);
 }
 
 void matmul_rows(const WeightView& w, const uint8_t* x_enc, size_t x_row_bytes, int64_t n, float* y,

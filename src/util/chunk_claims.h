@@ -6,7 +6,7 @@
 // a few percent slower than the other, and the faster one then waits. Here a
 // thread that finishes early takes more. The chunks shrink as the range runs
 // out (guided self-scheduling: each is what is left over 2 nth, at least
-// min_chunk), so the first chunks are long, sequential streams and the last
+// one item), so the first chunks are long, sequential streams and the last
 // ones leave little to wait for. Each item is claimed exactly once; which
 // thread computes it, and in which chunk, must not change its result.
 #pragma once
@@ -19,10 +19,7 @@ namespace strata {
 
 class ChunkClaims {
  public:
-  ChunkClaims(int64_t n, int nth, int64_t min_chunk = 1)
-      : n_(n),
-        divisor_(2 * static_cast<int64_t>(std::max(1, nth))),
-        min_chunk_(std::max<int64_t>(1, min_chunk)) {}
+  ChunkClaims(int64_t n, int nth) : n_(n), divisor_(2 * static_cast<int64_t>(std::max(1, nth))) {}
   ChunkClaims(const ChunkClaims&) = delete;
   ChunkClaims& operator=(const ChunkClaims&) = delete;
 
@@ -31,7 +28,7 @@ class ChunkClaims {
     int64_t cur = next_.load(std::memory_order_relaxed);
     for (;;) {
       if (cur >= n_) return false;
-      const int64_t size = std::max(min_chunk_, (n_ - cur) / divisor_);
+      const int64_t size = std::max<int64_t>(1, (n_ - cur) / divisor_);
       const int64_t stop = std::min(n_, cur + size);
       // Relaxed: the items are disjoint, and the pool's run() orders the
       // threads' work against the caller.
@@ -46,7 +43,6 @@ class ChunkClaims {
  private:
   const int64_t n_;
   const int64_t divisor_;
-  const int64_t min_chunk_;
   std::atomic<int64_t> next_{0};
 };
 

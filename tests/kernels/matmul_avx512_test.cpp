@@ -331,7 +331,7 @@ TEST(MatmulAvx512, DispatchFallsBackAndSplitsOnTileBoundaries) {
   int64_t covered = 0;
   for (int ith = 0; ith < 3; ++ith) {
     int64_t begin, end;
-    avx512::split_rows(45, ith, 3, &begin, &end);
+    split_range_in_tiles(45, avx512::kRowShare, ith, 3, &begin, &end);
     EXPECT_EQ(begin, covered);
     EXPECT_TRUE(begin % 16 == 0 || begin == 45);
     covered = end;

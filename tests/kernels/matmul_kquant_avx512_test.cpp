@@ -41,14 +41,14 @@ std::vector<uint8_t> encode(DType t, const std::vector<float>& x, int64_t n, int
   return enc;
 }
 
-// The kernel over n tokens, rows split as split_rows gives nth threads
+// The kernel over n tokens, rows split as matmul splits them over nth threads
 // (run one after another on this thread).
 std::vector<float> run(const WeightView& w, const uint8_t* x_enc, int64_t n, int nth) {
   const size_t x_row_bytes = kq::activation_row_bytes(w.type, w.cols);
   std::vector<float> y(n * w.rows, NAN);
   for (int ith = 0; ith < nth; ++ith) {
     int64_t begin, end;
-    kq::split_rows(w.rows, ith, nth, &begin, &end);
+    split_range_in_tiles(w.rows, kq::kRowShare, ith, nth, &begin, &end);
     kq::matmul_rows(w, x_enc, x_row_bytes, n, y.data(), begin, end);
   }
   return y;
@@ -172,7 +172,7 @@ TEST(MatmulKQuantAvx512, EveryOutputIsIndependentOfNAndTileAndSplit) {
     std::vector<float> pooled(n * rows, NAN);
     pool.run([&](int ith, int nth) {
       int64_t begin, end;
-      kq::split_rows(rows, ith, nth, &begin, &end);
+      split_range_in_tiles(rows, kq::kRowShare, ith, nth, &begin, &end);
       kq::matmul_rows(w.view, enc.data(), x_row_bytes, n, pooled.data(), begin, end);
     });
     for (int64_t i = 0; i < n * rows; ++i) ASSERT_TRUE(same_bits(pooled[i], all[i]));
@@ -295,7 +295,7 @@ TEST(MatmulKQuantAvx512, SplitRowsAlignsToTiles) {
       int64_t prev_end = 0;
       for (int ith = 0; ith < nth; ++ith) {
         int64_t begin, end;
-        kq::split_rows(rows, ith, nth, &begin, &end);
+        split_range_in_tiles(rows, kq::kRowShare, ith, nth, &begin, &end);
         EXPECT_EQ(begin, prev_end);
         EXPECT_TRUE(begin % 16 == 0 || begin == rows);
         prev_end = end;

@@ -12,25 +12,23 @@ namespace strata {
 namespace {
 
 // One thread takes every chunk: they tile [0, n) in order, each is what is
-// left over 2 nth (at least min_chunk), so they never grow.
+// left over 2 nth (at least one item), so they never grow.
 TEST(ChunkClaims, OneThreadGetsGuidedChunksInOrder) {
   for (int64_t n : {0, 1, 7, 16, 100, 353}) {
     for (int nth : {1, 2, 3}) {
-      for (int64_t min_chunk : {1, 4}) {
-        ChunkClaims claims(n, nth, min_chunk);
-        int64_t next = 0, prev_size = n + 1;
-        int64_t b, e;
-        while (claims.claim(&b, &e)) {
-          ASSERT_EQ(b, next) << "n=" << n << " nth=" << nth;
-          const int64_t want = std::min(n - b, std::max(min_chunk, (n - b) / (2 * nth)));
-          ASSERT_EQ(e - b, want) << "n=" << n << " nth=" << nth << " b=" << b;
-          ASSERT_LE(e - b, prev_size);
-          prev_size = e - b;
-          next = e;
-        }
-        EXPECT_EQ(next, n);
-        EXPECT_FALSE(claims.claim(&b, &e));  // stays exhausted
+      ChunkClaims claims(n, nth);
+      int64_t next = 0, prev_size = n + 1;
+      int64_t b, e;
+      while (claims.claim(&b, &e)) {
+        ASSERT_EQ(b, next) << "n=" << n << " nth=" << nth;
+        const int64_t want = std::min(n - b, std::max<int64_t>(1, (n - b) / (2 * nth)));
+        ASSERT_EQ(e - b, want) << "n=" << n << " nth=" << nth << " b=" << b;
+        ASSERT_LE(e - b, prev_size);
+        prev_size = e - b;
+        next = e;
       }
+      EXPECT_EQ(next, n);
+      EXPECT_FALSE(claims.claim(&b, &e));  // stays exhausted
     }
   }
 }
